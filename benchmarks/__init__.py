@@ -1,0 +1,1 @@
+"""Reproducible measurements: medians and ratios against a baseline from the same run."""

@@ -1,0 +1,364 @@
+"""Dispatch: the one pipeline every tool call passes through.
+
+``execute`` reads top to bottom as the contract: resolve, freeze, validate,
+policy, pre-hooks, invoke under a timeout and the abort signal, check the output,
+render, post-hooks. Each step either passes or raises :class:`Rejection`, and the
+one boundary in ``execute`` turns a rejection into the failure result the model
+reads. Whatever happens, the call gets exactly one result citing its id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import inspect
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
+
+from ._abort import AbortSignal
+from ._call import ToolCall, parse_arguments
+from ._events import ToolCallFinished, ToolCallStarted
+from ._exceptions import ErrorCode, ToolError
+from ._invocation import Invocation
+from ._json import FrozenJson, NotJsonError, detach, dumps, freeze, thaw
+from ._results import (
+    ContentBlock,
+    TextBlock,
+    ToolExecutionResult,
+    ToolExecutionSuccess,
+    failure,
+)
+from ._schema import describe_errors
+
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry
+
+MAX_LISTED_TOOLS = 20
+
+
+class Rejection(Exception):
+    """A step refused the call; becomes a failure result at the boundary."""
+
+    def __init__(self, code: ErrorCode | str, message: str) -> None:
+        super().__init__(message)
+        self.code = str(code)
+        self.message = message
+
+
+async def execute(
+    registry: ToolRegistry,
+    call: ToolCall,
+    *,
+    parent: str | None = None,
+    abort: AbortSignal | None = None,
+) -> ToolExecutionResult:
+    """Run ``call`` through the pipeline and return its one result."""
+    started = time.perf_counter()
+    registered = registry.get(call.name)
+    if registered is None:
+        result: ToolExecutionResult = failure(
+            call.id, call.name, ErrorCode.UNKNOWN_TOOL, _unknown(registry, call.name)
+        )
+        _finish(registry, call.id, call.name, parent, result, started)
+        return result
+    invocation = Invocation(
+        call_id=call.id,
+        name=call.name,
+        arguments=_freeze_arguments(call.arguments),
+        raw_arguments=call.arguments,
+        parent=parent,
+        tool=registered,
+    )
+    registry.emit(
+        ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments, parent=parent)
+    )
+    try:
+        result = await _run(registry, invocation, abort)
+    except Rejection as rejection:
+        result = failure(call.id, call.name, rejection.code, rejection.message)
+    except anyio.get_cancelled_exc_class():
+        aborted = failure(call.id, call.name, ErrorCode.ABORTED, "the call was cancelled")
+        _finish(registry, call.id, call.name, parent, aborted, started)
+        raise
+    result = await _run_post_hooks(registry, invocation, result)
+    _finish(registry, call.id, call.name, parent, result, started)
+    return result
+
+
+async def _run(
+    registry: ToolRegistry, invocation: Invocation, abort: AbortSignal | None
+) -> ToolExecutionResult:
+    """The steps between resolution and the result, in contract order."""
+    arguments = _validate_arguments(invocation)
+    await _apply_policy(registry, invocation)
+    await _run_pre_hooks(registry, invocation)
+    raw = await _invoke(invocation, arguments, abort)
+    value = _check_output(invocation, raw)
+    return _render(invocation, value)
+
+
+# Steps ---------------------------------------------------------------------------
+
+
+def _freeze_arguments(raw: str) -> Mapping[str, FrozenJson] | FrozenJson:
+    return freeze(parse_arguments(raw))
+
+
+def _validate_arguments(invocation: Invocation) -> dict[str, Any]:
+    arguments = invocation.arguments
+    if isinstance(arguments, str):
+        raise Rejection(
+            ErrorCode.INVALID_ARGUMENTS,
+            f"arguments are not valid JSON ({_snippet(arguments)}); send a JSON object "
+            f"matching the parameters of {invocation.name!r}",
+        )
+    plain = thaw(arguments)
+    problem = describe_errors(invocation.tool.parameter_validator, plain)
+    if problem is not None:
+        raise Rejection(
+            ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {invocation.name!r}: {problem}"
+        )
+    assert isinstance(plain, dict)
+    try:
+        return invocation.tool.bind_arguments(plain)
+    except ValidationError as error:
+        details = "; ".join(
+            f"$.{'.'.join(map(str, e['loc']))}: {e['msg']}"
+            for e in error.errors(include_url=False)[:3]
+        )
+        raise Rejection(
+            ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {invocation.name!r}: {details}"
+        ) from None
+
+
+async def _apply_policy(registry: ToolRegistry, invocation: Invocation) -> None:
+    verdict = await registry.policy.decide(invocation)
+    if not verdict.allowed:
+        raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
+
+
+async def _run_pre_hooks(registry: ToolRegistry, invocation: Invocation) -> None:
+    for hook in registry.pre_hooks:
+        veto = hook(invocation)
+        if inspect.isawaitable(veto):
+            veto = await veto
+        if veto:
+            raise Rejection(ErrorCode.POLICY_DENIED, str(veto))
+
+
+async def _invoke(
+    invocation: Invocation, arguments: dict[str, Any], abort: AbortSignal | None
+) -> Any:
+    """Run the tool body in one cancel scope: its deadline is the timeout, abort cancels it."""
+    registered = invocation.tool
+    timeout = registered.timeout
+    deadline = anyio.current_time() + timeout if timeout is not None else math.inf
+    with anyio.CancelScope(deadline=deadline) as scope, _attached(abort, scope):
+        try:
+            if registered.is_async:
+                return await registered.function(**arguments)
+            call = functools.partial(registered.function, **arguments)
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        except ToolError as error:
+            raise Rejection(error.code, error.message) from None
+        except Exception as error:  # the tool body's failure, reported to the model
+            raise Rejection(ErrorCode.TOOL_ERROR, _describe_exception(error)) from None
+    if abort is not None and abort.aborted:
+        raise Rejection(ErrorCode.ABORTED, f"{invocation.name!r} was aborted ({abort.reason})")
+    raise Rejection(ErrorCode.TIMEOUT, f"{invocation.name!r} did not finish within {timeout:g} s")
+
+
+def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
+    try:
+        value = detach(to_jsonable_python(raw))
+    except (NotJsonError, ValueError, TypeError) as error:
+        raise Rejection(
+            ErrorCode.INVALID_OUTPUT,
+            f"{invocation.name!r} returned a value with no JSON form: {error}",
+        ) from None
+    validator = invocation.tool.output_validator
+    if validator is not None:
+        problem = describe_errors(validator, value)
+        if problem is not None:
+            raise Rejection(
+                ErrorCode.INVALID_OUTPUT,
+                f"{invocation.name!r} returned output that breaks its schema: {problem}",
+            )
+    return freeze(value)
+
+
+def _render(invocation: Invocation, value: FrozenJson) -> ToolExecutionSuccess:
+    registered = invocation.tool
+    arguments = invocation.arguments
+    try:
+        if registered.render is not None and isinstance(arguments, Mapping):
+            rendered = registered.render(arguments, value)
+        else:
+            rendered = value if isinstance(value, str) else dumps(value)
+    except Exception as error:  # a faulty renderer must not take the call down
+        raise Rejection(
+            ErrorCode.INVALID_OUTPUT, f"rendering the result failed: {_describe_exception(error)}"
+        ) from None
+    blocks = (TextBlock(text=rendered),) if isinstance(rendered, str) else tuple(rendered)
+    return ToolExecutionSuccess(
+        call_id=invocation.call_id,
+        name=invocation.name,
+        value=value,
+        content=bound_content(blocks, registered.max_content_chars),
+    )
+
+
+async def _run_post_hooks(
+    registry: ToolRegistry, invocation: Invocation, result: ToolExecutionResult
+) -> ToolExecutionResult:
+    for hook in registry.post_hooks:
+        try:
+            outcome = hook(invocation, result)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception as error:  # a post-hook fault is reported, the call is not lost
+            return failure(
+                invocation.call_id,
+                invocation.name,
+                ErrorCode.TOOL_ERROR,
+                f"post-hook failed: {_describe_exception(error)}",
+            )
+    return result
+
+
+# Helpers -------------------------------------------------------------------------
+
+
+def bound_content(blocks: Sequence[ContentBlock], limit: int) -> tuple[ContentBlock, ...]:
+    """Cut content past ``limit`` characters, saying visibly how much was cut."""
+    total = sum(len(block.text) for block in blocks)
+    if total <= limit:
+        return tuple(blocks)
+    kept: list[ContentBlock] = []
+    budget = limit
+    for block in blocks:
+        if budget <= 0:
+            break
+        kept.append(TextBlock(text=block.text[:budget]))
+        budget -= len(block.text)
+    marker = f"\n[... truncated: showing {limit:,} of {total:,} characters]"
+    kept.append(TextBlock(text=marker))
+    return tuple(kept)
+
+
+def _attached(abort: AbortSignal | None, scope: anyio.CancelScope) -> AbstractContextManager[None]:
+    return abort.attached(scope) if abort is not None else contextlib.nullcontext()
+
+
+def _unknown(registry: ToolRegistry, name: str) -> str:
+    names = registry.names()
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    message = f"unknown tool {name!r}."
+    if close:
+        message += f" Did you mean: {', '.join(close)}?"
+    listed = ", ".join(names[:MAX_LISTED_TOOLS]) + (" ..." if len(names) > MAX_LISTED_TOOLS else "")
+    return message + (f" Available tools: {listed}" if names else " No tools are registered.")
+
+
+def _snippet(text: str, limit: int = 80) -> str:
+    return json.dumps(text[:limit] + ("..." if len(text) > limit else ""))
+
+
+def _describe_exception(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _finish(
+    registry: ToolRegistry,
+    call_id: str,
+    name: str,
+    parent: str | None,
+    result: ToolExecutionResult,
+    started: float,
+) -> None:
+    registry.emit(
+        ToolCallFinished(
+            call_id=call_id,
+            name=name,
+            parent=parent,
+            is_error=result.is_error,
+            code=result.error.code if result.is_error else None,
+            seconds=time.perf_counter() - started,
+        )
+    )
+
+
+# Batches ---------------------------------------------------------------------------
+
+
+async def execute_many(
+    registry: ToolRegistry,
+    calls: Sequence[ToolCall],
+    *,
+    parent: str | None = None,
+    abort: AbortSignal | None = None,
+) -> list[ToolExecutionResult]:
+    """Concurrency-safe neighbours run together, the others alone, results in call order."""
+    results: list[ToolExecutionResult | None] = [None] * len(calls)
+    for group in _groups(registry, calls):
+        if abort is not None and abort.aborted:
+            break
+        async with anyio.create_task_group() as tasks:
+            for index in group:
+                tasks.start_soon(
+                    _execute_into, registry, calls[index], parent, abort, results, index
+                )
+    return [
+        result if result is not None else _never_dispatched(registry, call, parent, abort)
+        for call, result in zip(calls, results, strict=True)
+    ]
+
+
+async def _execute_into(
+    registry: ToolRegistry,
+    call: ToolCall,
+    parent: str | None,
+    abort: AbortSignal | None,
+    results: list[ToolExecutionResult | None],
+    index: int,
+) -> None:
+    results[index] = await execute(registry, call, parent=parent, abort=abort)
+
+
+def _groups(registry: ToolRegistry, calls: Sequence[ToolCall]) -> list[list[int]]:
+    groups: list[list[int]] = []
+    for index, call in enumerate(calls):
+        if groups and _is_safe(registry, call) and _is_safe(registry, calls[groups[-1][-1]]):
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return groups
+
+
+def _is_safe(registry: ToolRegistry, call: ToolCall) -> bool:
+    registered = registry.get(call.name)
+    return registered is not None and registered.concurrency_safe
+
+
+def _never_dispatched(
+    registry: ToolRegistry, call: ToolCall, parent: str | None, abort: AbortSignal | None
+) -> ToolExecutionResult:
+    reason = abort.reason if abort is not None and abort.reason else "aborted"
+    result = failure(
+        call.id, call.name, ErrorCode.ABORTED, f"tool call aborted before dispatch ({reason})"
+    )
+    _finish(registry, call.id, call.name, parent, result, time.perf_counter())
+    return result
+
+
+__all__ = ["Rejection", "bound_content", "execute", "execute_many"]

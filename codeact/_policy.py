@@ -1,0 +1,139 @@
+"""Policy: may this call run? Allow, deny, or ask an approver.
+
+Rules match by tool name (shell-style patterns) and, optionally, by a predicate on
+the frozen arguments; the first rule that matches decides.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from ._invocation import Invocation
+from ._json import FrozenJson
+
+
+class Action(StrEnum):
+    """What a rule does with a call it matches."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK = "ask"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Verdict:
+    """A policy's answer; ``reason`` is shown to the model when the call is denied."""
+
+    allowed: bool
+    reason: str = ""
+
+
+class Policy(Protocol):
+    """Decides whether an invocation may run."""
+
+    async def decide(self, invocation: Invocation) -> Verdict: ...
+
+
+Approver = Callable[[Invocation], Awaitable[bool] | bool]
+ArgumentPredicate = Callable[[Mapping[str, FrozenJson]], bool]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rule:
+    """``action`` for calls of tools matching ``tool`` whose arguments satisfy ``when``."""
+
+    action: Action
+    tool: str = "*"
+    when: ArgumentPredicate | None = None
+    reason: str = ""
+
+    def matches(self, invocation: Invocation) -> bool:
+        if not fnmatch.fnmatchcase(invocation.name, self.tool):
+            return False
+        if self.when is None:
+            return True
+        arguments = invocation.arguments
+        return isinstance(arguments, Mapping) and bool(self.when(arguments))
+
+
+def allow(tool: str = "*", *, when: ArgumentPredicate | None = None) -> Rule:
+    """A rule that lets matching calls run."""
+    return Rule(action=Action.ALLOW, tool=tool, when=when)
+
+
+def deny(tool: str = "*", *, when: ArgumentPredicate | None = None, reason: str = "") -> Rule:
+    """A rule that refuses matching calls, telling the model ``reason``."""
+    return Rule(action=Action.DENY, tool=tool, when=when, reason=reason)
+
+
+def ask(tool: str = "*", *, when: ArgumentPredicate | None = None) -> Rule:
+    """A rule that asks the approver about matching calls."""
+    return Rule(action=Action.ASK, tool=tool, when=when)
+
+
+class RulePolicy:
+    """First matching rule wins; ``default`` applies when none matches.
+
+    ``ask`` needs an ``approver`` (sync or async); without one the call is denied,
+    never silently allowed.
+    """
+
+    def __init__(
+        self,
+        rules: Sequence[Rule] = (),
+        *,
+        default: Action = Action.ALLOW,
+        approver: Approver | None = None,
+    ) -> None:
+        self.rules = tuple(rules)
+        self.default = default
+        self.approver = approver
+
+    async def decide(self, invocation: Invocation) -> Verdict:
+        rule = next((rule for rule in self.rules if rule.matches(invocation)), None)
+        action = rule.action if rule else self.default
+        if action is Action.ALLOW:
+            return Verdict(allowed=True)
+        if action is Action.DENY:
+            reason = (
+                rule.reason
+                if rule and rule.reason
+                else f"policy denies calls to {invocation.name!r}"
+            )
+            return Verdict(allowed=False, reason=reason)
+        return await self._ask(invocation)
+
+    async def _ask(self, invocation: Invocation) -> Verdict:
+        if self.approver is None:
+            return Verdict(
+                allowed=False, reason=f"{invocation.name!r} needs approval and no approver is set"
+            )
+        answer = self.approver(invocation)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if answer:
+            return Verdict(allowed=True)
+        return Verdict(
+            allowed=False, reason=f"the approver declined this call to {invocation.name!r}"
+        )
+
+
+ALLOW_ALL = RulePolicy()
+
+__all__ = [
+    "ALLOW_ALL",
+    "Action",
+    "Approver",
+    "Policy",
+    "Rule",
+    "RulePolicy",
+    "Verdict",
+    "allow",
+    "ask",
+    "deny",
+]

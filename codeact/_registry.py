@@ -1,0 +1,207 @@
+"""The tool registry: registration, scoping, advertisement, and the dispatch entry points."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+from . import _dispatch
+from ._abort import AbortSignal
+from ._call import ToolCall
+from ._events import DispatchEvent, EventListener
+from ._exceptions import ToolDefinitionError
+from ._invocation import Invocation
+from ._json import JsonValue
+from ._policy import ALLOW_ALL, Policy
+from ._results import ToolExecutionResult
+from ._tool import Tool, tool
+
+PreHook = Callable[[Invocation], "Awaitable[str | None] | str | None"]
+PostHook = Callable[[Invocation, ToolExecutionResult], "Awaitable[None] | None"]
+
+ADVERTISED_FIELDS = ("name", "description", "parameters")
+
+
+class Disposer:
+    """Unregisters exactly the registration that returned it; calling it twice is harmless."""
+
+    def __init__(self, registry: ToolRegistry, registered: Tool) -> None:
+        self._registry = registry
+        self._tool = registered
+        self.disposed = False
+
+    def __call__(self) -> None:
+        if not self.disposed:
+            self.disposed = True
+            self._registry._remove(self._tool)
+
+
+class Owner:
+    """Registers tools on behalf of one owner (a plugin, an agent) and disposes them together."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self._registry = registry
+        self._disposers: list[Disposer] = []
+
+    def register(self, definition: Tool | Callable[..., Any]) -> Disposer:
+        disposer = self._registry.register(definition)
+        self._disposers.append(disposer)
+        return disposer
+
+    def dispose(self) -> None:
+        while self._disposers:
+            self._disposers.pop()()
+
+
+class ToolRegistry:
+    """Tools by name, with a parent whose tools this registry sees unless it shadows them.
+
+    ``execute`` is the one choke point every call passes through, native or made
+    from inside a script: see :mod:`codeact._dispatch` for the pipeline.
+    """
+
+    def __init__(
+        self,
+        *,
+        parent: ToolRegistry | None = None,
+        policy: Policy | None = None,
+        pre_hooks: Sequence[PreHook] = (),
+        post_hooks: Sequence[PostHook] = (),
+        listeners: Sequence[EventListener] = (),
+    ) -> None:
+        self.parent = parent
+        self._own: dict[str, Tool] = {}
+        self._policy = policy
+        self._pre_hooks = tuple(pre_hooks)
+        self._post_hooks = tuple(post_hooks)
+        self._listeners = list(listeners)
+        self._version = 0
+
+    # Registration -------------------------------------------------------------
+
+    def register(self, definition: Tool | Callable[..., Any]) -> Disposer:
+        """Add a tool (or a typed function, turned into one); returns its disposer."""
+        registered = definition if isinstance(definition, Tool) else tool(definition)
+        if registered.name in self._own:
+            raise ToolDefinitionError(
+                f"a tool named {registered.name!r} is already registered here"
+            )
+        self._own[registered.name] = registered
+        self._version += 1
+        return Disposer(self, registered)
+
+    def owner(self) -> Owner:
+        """A handle whose ``dispose`` unregisters everything registered through it."""
+        return Owner(self)
+
+    def child(self, **options: Any) -> ToolRegistry:
+        """A scoped registry (one per agent, say) that sees this one's tools."""
+        return ToolRegistry(parent=self, **options)
+
+    def _remove(self, registered: Tool) -> None:
+        if self._own.get(registered.name) is registered:
+            del self._own[registered.name]
+            self._version += 1
+
+    # Lookup -------------------------------------------------------------------
+
+    def get(self, name: str) -> Tool | None:
+        """The tool ``name`` resolves to here: our own first, then the parent's."""
+        found = self._own.get(name)
+        if found is None and self.parent is not None:
+            return self.parent.get(name)
+        return found
+
+    def tools(self) -> list[Tool]:
+        """Visible tools in a stable order: inherited ones first, then our own."""
+        inherited = (
+            [t for t in self.parent.tools() if t.name not in self._own] if self.parent else []
+        )
+        return inherited + list(self._own.values())
+
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools())
+
+    def __len__(self) -> int:
+        return len(self.tools())
+
+    @property
+    def version(self) -> int:
+        """Changes whenever the visible tool set may have changed."""
+        return self._version + (self.parent.version if self.parent else 0)
+
+    # Advertisement ------------------------------------------------------------
+
+    def schemas(self) -> list[dict[str, JsonValue]]:
+        """Each visible tool as exactly ``{name, description, parameters}``, nothing more."""
+        return [advertise(t) for t in self.tools()]
+
+    # Dispatch -----------------------------------------------------------------
+
+    @property
+    def policy(self) -> Policy:
+        if self._policy is not None:
+            return self._policy
+        return self.parent.policy if self.parent else ALLOW_ALL
+
+    @property
+    def pre_hooks(self) -> tuple[PreHook, ...]:
+        return (self.parent.pre_hooks if self.parent else ()) + self._pre_hooks
+
+    @property
+    def post_hooks(self) -> tuple[PostHook, ...]:
+        return (self.parent.post_hooks if self.parent else ()) + self._post_hooks
+
+    def add_listener(self, listener: EventListener) -> Callable[[], None]:
+        """Receive every dispatch event; returns a function that stops it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def emit(self, event: DispatchEvent) -> None:
+        for listener in self._listeners:
+            listener(event)
+        if self.parent is not None:
+            self.parent.emit(event)
+
+    async def execute(
+        self, call: ToolCall, *, parent: str | None = None, abort: AbortSignal | None = None
+    ) -> ToolExecutionResult:
+        """Run one call through the pipeline; always exactly one result citing ``call.id``."""
+        return await _dispatch.execute(self, call, parent=parent, abort=abort)
+
+    async def execute_many(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        parent: str | None = None,
+        abort: AbortSignal | None = None,
+    ) -> list[ToolExecutionResult]:
+        """Run a batch: concurrency-safe tools together, others in order; results in call order."""
+        return await _dispatch.execute_many(self, calls, parent=parent, abort=abort)
+
+
+def advertise(registered: Tool) -> dict[str, JsonValue]:
+    """The allowlisted, model-facing projection of one tool."""
+    return {
+        "name": registered.name,
+        "description": registered.description,
+        "parameters": copy.deepcopy(registered.parameters),
+    }
+
+
+__all__ = [
+    "ADVERTISED_FIELDS",
+    "Disposer",
+    "Owner",
+    "PostHook",
+    "PreHook",
+    "ToolRegistry",
+    "advertise",
+]

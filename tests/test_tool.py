@@ -1,0 +1,194 @@
+"""Definition: @tool and Tool.from_schema derive exact schemas and refuse bad definitions."""
+
+from __future__ import annotations
+
+import enum
+import socket
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from codeact import Tool, ToolDefinitionError, tool
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Address(BaseModel):
+    street: str
+    number: int = 1
+
+
+class Options(TypedDict):
+    fast: bool
+
+
+def test_schema_is_derived_from_signature_and_docstring() -> None:
+    @tool
+    def find(
+        city: str,
+        unit: Literal["c", "f"] = "c",
+        color: Color = Color.RED,
+        limit: int | None = None,
+        address: Address | None = None,
+        options: Options | None = None,
+        tags: list[str] | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> Address:
+        """Find an address in a city.
+
+        Args:
+            city: The city to search,
+                spelled in full.
+            unit: Temperature unit.
+        """
+        return Address(street=city)
+
+    params = find.parameters
+    props = params["properties"]
+    assert isinstance(props, dict)
+    assert find.name == "find"
+    assert find.description == "Find an address in a city."
+    assert params["required"] == ["city"]
+    assert params["additionalProperties"] is False
+    assert props["city"] == {
+        "type": "string",
+        "description": "The city to search, spelled in full.",
+    }
+    assert props["unit"] == {
+        "type": "string",
+        "enum": ["c", "f"],
+        "default": "c",
+        "description": "Temperature unit.",
+    }
+    assert props["color"] == {"$ref": "#/$defs/Color", "default": "red"}
+    assert props["limit"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
+    defs = params["$defs"]
+    assert isinstance(defs, dict)
+    assert defs["Color"] == {"enum": ["red", "blue"], "type": "string"}
+    assert defs["Options"]["required"] == ["fast"]  # type: ignore[index]
+    assert find.output_schema == {
+        "properties": {"street": {"type": "string"}, "number": {"default": 1, "type": "integer"}},
+        "required": ["street"],
+        "type": "object",
+    }
+    assert "title" not in repr(params)
+
+
+def test_binder_turns_json_into_the_declared_python_types() -> None:
+    @tool
+    def paint(color: Color, address: Address) -> str:
+        """Paint."""
+        return ""
+
+    bound = paint.bind_arguments({"color": "blue", "address": {"street": "Main"}})
+    assert bound["color"] is Color.BLUE
+    assert bound["address"] == Address(street="Main", number=1)
+
+
+def test_a_property_named_title_is_kept() -> None:
+    @tool
+    def post(title: str) -> None:
+        """Post."""
+
+    assert "title" in post.parameters["properties"]  # type: ignore[operator]
+
+
+def test_async_functions_are_recognised() -> None:
+    @tool
+    async def fetch(url: str) -> str:
+        """Fetch."""
+        return url
+
+    assert fetch.is_async
+    assert fetch.output_schema == {"type": "string"}
+
+
+def test_no_return_annotation_means_no_output_schema() -> None:
+    @tool
+    def ping() -> None:
+        """Ping."""
+
+    assert ping.output_schema is None
+    assert ping.parameters == {"additionalProperties": False, "properties": {}, "type": "object"}
+
+
+def test_explicit_schema_tool_gets_arguments_as_keywords() -> None:
+    def run(**arguments: object) -> object:
+        return arguments
+
+    built = Tool.from_schema(
+        name="raw",
+        description="Raw tool.",
+        parameters={"type": "object", "properties": {"x": {"type": "integer"}}},
+        function=run,
+    )
+    assert built.bind_arguments({"x": 1}) == {"x": 1}
+    assert built.parameter_names == ("x",)
+
+
+@pytest.mark.parametrize("name", ["", "has space", "dot.name", "x" * 65, "é"])
+def test_names_outside_the_pattern_are_refused(name: str) -> None:
+    with pytest.raises(ToolDefinitionError, match="must match"):
+        Tool.from_schema(name=name, description="", parameters={"type": "object"}, function=print)
+
+
+def test_invalid_json_schema_is_refused_with_its_location() -> None:
+    with pytest.raises(ToolDefinitionError, match="not a valid JSON Schema"):
+        Tool.from_schema(
+            name="bad",
+            description="",
+            parameters={"type": "object", "properties": {"x": {"type": "nonsense"}}},
+            function=print,
+        )
+
+
+def test_non_object_parameters_are_refused() -> None:
+    with pytest.raises(ToolDefinitionError, match="object schema"):
+        Tool.from_schema(name="bad", description="", parameters={"type": "string"}, function=print)
+
+
+def test_annotation_without_schema_is_refused_naming_the_parameter() -> None:
+    def connect(sock: socket.socket) -> None:
+        """Connect."""
+
+    with pytest.raises(ToolDefinitionError, match="parameter 'sock'"):
+        tool(connect)
+
+
+def test_missing_annotation_is_refused() -> None:
+    def loose(x) -> None:  # type: ignore[no-untyped-def]
+        """Loose."""
+
+    with pytest.raises(ToolDefinitionError, match="no type annotation"):
+        tool(loose)
+
+
+def test_var_arguments_are_refused() -> None:
+    def many(*values: int) -> int:
+        """Many."""
+        return 0
+
+    with pytest.raises(ToolDefinitionError, match=r"\*values"):
+        tool(many)
+
+
+def test_return_annotation_without_schema_is_refused() -> None:
+    def opener() -> socket.socket:
+        """Open."""
+        raise NotImplementedError
+
+    with pytest.raises(ToolDefinitionError, match="return annotation"):
+        tool(opener)
+
+
+def test_non_positive_timeout_is_refused() -> None:
+    with pytest.raises(ToolDefinitionError, match="timeout"):
+
+        @tool(timeout=0)
+        def quick() -> None:
+            """Quick."""
