@@ -10,6 +10,7 @@ reads. Whatever happens, the call gets exactly one result citing its id.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import difflib
 import functools
 import inspect
@@ -43,6 +44,15 @@ if TYPE_CHECKING:
     from ._registry import ToolRegistry
 
 MAX_LISTED_TOOLS = 20
+
+_CURRENT: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar(
+    "codeact_invocation", default=None
+)
+
+
+def current_invocation() -> Invocation | None:
+    """The invocation whose tool body is running (inherited by worker threads), if any."""
+    return _CURRENT.get()
 
 
 class Rejection(Exception):
@@ -162,6 +172,7 @@ async def _invoke(
     registered = invocation.tool
     timeout = registered.timeout
     deadline = anyio.current_time() + timeout if timeout is not None else math.inf
+    token = _CURRENT.set(invocation)
     with anyio.CancelScope(deadline=deadline) as scope, _attached(abort, scope):
         try:
             if registered.is_async:
@@ -172,6 +183,8 @@ async def _invoke(
             raise Rejection(error.code, error.message) from None
         except Exception as error:  # the tool body's failure, reported to the model
             raise Rejection(ErrorCode.TOOL_ERROR, _describe_exception(error)) from None
+        finally:
+            _CURRENT.reset(token)
     if abort is not None and abort.aborted:
         raise Rejection(ErrorCode.ABORTED, f"{invocation.name!r} was aborted ({abort.reason})")
     raise Rejection(ErrorCode.TIMEOUT, f"{invocation.name!r} did not finish within {timeout:g} s")
@@ -361,4 +374,4 @@ def _never_dispatched(
     return result
 
 
-__all__ = ["Rejection", "bound_content", "execute", "execute_many"]
+__all__ = ["Rejection", "bound_content", "current_invocation", "execute", "execute_many"]

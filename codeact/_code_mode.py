@@ -1,0 +1,155 @@
+"""Code mode: the reserved ``run_code`` tool, whose script calls every other tool as a function."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+from ._abort import AbortSignal
+from ._call import ToolCall
+from ._dispatch import current_invocation
+from ._exceptions import ToolError
+from ._executors import Executor, InProcessExecutor
+from ._json import FrozenJson, JsonValue
+from ._registry import ToolRegistry
+from ._results import ToolExecutionResult
+from ._sandbox import Limits, ScriptOutcome
+from ._stubs import stubs
+from ._tool import Tool
+
+RUN_CODE = "run_code"
+DEFAULT_SESSION = "default"
+RUN_CODE_TIMEOUT_SLACK = 5.0
+
+OUTPUT_SCHEMA: dict[str, JsonValue] = {
+    "type": "object",
+    "properties": {
+        "result": {},
+        "output": {"type": "string"},
+        "tool_calls": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "ok": {"type": "boolean"}},
+                "required": ["name", "ok"],
+            },
+        },
+    },
+    "required": ["result", "output", "tool_calls"],
+}
+
+
+def bindable_tools(registry: ToolRegistry) -> list[Tool]:
+    """The tools a script can call: every visible tool but run_code itself."""
+    return [t for t in registry.tools() if t.name != RUN_CODE and t.name.isidentifier()]
+
+
+def describe_run_code(registry: ToolRegistry, *, modules: frozenset[str], limits: Limits) -> str:
+    """run_code's description: how to use it, then every bound tool as a Python stub."""
+    tools = bindable_tools(registry)
+    parts = [
+        "Run a Python script. Every tool below is a plain function in the script; "
+        "call it with positional or keyword arguments and use what it returns. "
+        "A failed call raises ToolError (with .code and .message), which the script may catch. "
+        "The value of the last expression is returned as the result, with everything printed. "
+        "Names you define persist to the next run_code call.",
+        f"Importable modules: {', '.join(sorted(modules))}.",
+        f"Limits: {limits.wall_seconds:g} s, {limits.max_tool_calls} tool calls and "
+        f"{limits.max_output_chars:,} characters of output per run.",
+    ]
+    if tools:
+        parts.append("Tools:\n\n" + stubs(tools))
+    return "\n\n".join(parts)
+
+
+def run_code_tool(
+    registry: ToolRegistry,
+    *,
+    executor: Executor | None = None,
+    session: str = DEFAULT_SESSION,
+    limits: Limits | None = None,
+    modules: frozenset[str] | None = None,
+) -> Tool:
+    """The reserved ``run_code`` tool for ``registry``: register it in a child registry.
+
+    Calls made by the script go through ``registry.execute`` with the run_code call
+    as their parent: the same validation, policy, hooks, timeouts and events.
+    """
+    from stdlib_bindings._modules import DEFAULT_MODULES
+
+    limits = limits or Limits()
+    modules = frozenset(DEFAULT_MODULES if modules is None else modules)
+    runner = executor or InProcessExecutor(limits=limits, modules=modules)
+
+    async def run_code(code: str) -> dict[str, Any]:
+        invocation = current_invocation()
+        parent = invocation.call_id if invocation else None
+        numbers = itertools.count(1)
+        abort = AbortSignal()
+
+        async def call_tool(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
+            call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, arguments)
+            return await registry.execute(call, parent=parent, abort=abort)
+
+        tools = {t.name: t.parameter_names for t in bindable_tools(registry)}
+        try:
+            outcome = await runner.run(code, session=session, tools=tools, call_tool=call_tool)
+        finally:
+            abort.abort("the script ended")
+        if outcome.error is not None:
+            raise ToolError(render_failure(outcome), outcome.error.code)
+        return {
+            "result": outcome.value,
+            "output": outcome.output,
+            "tool_calls": [{"name": c.name, "ok": c.ok} for c in outcome.tool_calls],
+        }
+
+    return Tool(
+        name=RUN_CODE,
+        description=describe_run_code(registry, modules=modules, limits=limits),
+        parameters={
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The Python script to run."}},
+            "required": ["code"],
+            "additionalProperties": False,
+        },
+        function=run_code,
+        output_schema=OUTPUT_SCHEMA,
+        timeout=limits.wall_seconds + RUN_CODE_TIMEOUT_SLACK,
+        render=render_success,
+        max_content_chars=limits.max_output_chars + 5_000,
+    )
+
+
+def render_success(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:
+    """What the model reads after a script succeeded: its output, then its result."""
+    assert isinstance(value, Mapping)
+    parts = []
+    output = value.get("output")
+    if output:
+        parts.append(f"Output:\n{output}".rstrip())
+    from ._json import dumps
+
+    parts.append(f"Result: {dumps(value.get('result'))}")
+    return "\n".join(parts)
+
+
+def render_failure(outcome: ScriptOutcome) -> str:
+    """What the model reads after a script failed: the error, where, and what already happened."""
+    error = outcome.error
+    assert error is not None
+    lines = [error.message]
+    if error.line is not None:
+        lines.append(f"  at line {error.line}: {error.source_line or ''}".rstrip())
+    if error.hint:
+        lines.append(f"  hint: {error.hint}")
+    if outcome.tool_calls:
+        done = ", ".join(f"{c.name} ({'ok' if c.ok else c.code})" for c in outcome.tool_calls)
+        lines.append(f"Tool calls made before the error: {done}")
+    if outcome.output:
+        lines.append(f"Output before the error:\n{outcome.output}".rstrip())
+    return "\n".join(lines)
+
+
+__all__ = ["RUN_CODE", "bindable_tools", "describe_run_code", "render_failure", "run_code_tool"]

@@ -1,0 +1,91 @@
+"""The builtins a script sees: a curated set, with guarded stand-ins where size or reach matters.
+
+Absent on purpose: ``open``, ``exec``, ``eval``, ``compile``, ``__import__`` (imports go
+through the facade importer), ``globals``, ``locals``, ``vars``, ``dir``, ``input``,
+``breakpoint``, ``memoryview``, a raw ``getattr``, ``BaseException``, ``SystemExit``,
+``KeyboardInterrupt``, ``GeneratorExit`` and the exception groups.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from .._exceptions import ToolError
+from ._guards import Guards
+from ._ownership import register_readable
+
+_PLAIN = (
+    "abs all any ascii bin bool callable chr complex dict divmod enumerate filter float "
+    "frozenset hash hex int isinstance issubclass len list map max min next object oct ord "
+    "repr reversed round set slice sorted str sum tuple zip super staticmethod classmethod "
+    "property NotImplemented Ellipsis"
+)
+
+_EXCEPTIONS = (
+    "Exception ArithmeticError AssertionError AttributeError EOFError FloatingPointError "
+    "ImportError ModuleNotFoundError IndexError KeyError LookupError MemoryError NameError "
+    "NotImplementedError OverflowError RecursionError ReferenceError RuntimeError "
+    "StopIteration StopAsyncIteration SyntaxError TypeError UnboundLocalError UnicodeError "
+    "UnicodeDecodeError UnicodeEncodeError ValueError ZeroDivisionError LookupError "
+    "Warning UserWarning DeprecationWarning RuntimeWarning TimeoutError"
+)
+
+
+class _GuardedType(type):
+    """Metaclass of a builtin's stand-in: calls are guarded, isinstance and attributes delegate."""
+
+    _real: type
+    _construct: Callable[..., Any]
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls._construct(*args, **kwargs)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls._real)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, cls._real)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(cls._real, name)
+
+    def __repr__(cls) -> str:
+        return repr(cls._real)
+
+
+register_readable(_GuardedType)
+
+
+def guarded_type(real: type, construct: Callable[..., Any]) -> type:
+    """A stand-in for ``real`` whose construction goes through ``construct``."""
+    return _GuardedType(real.__name__, (), {"_real": real, "_construct": staticmethod(construct)})
+
+
+def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any]:
+    """The builtins mapping for one sandbox."""
+    table: dict[str, Any] = {name: getattr(builtins, name) for name in _PLAIN.split()}
+    table.update({name: getattr(builtins, name) for name in _EXCEPTIONS.split()})
+    table.update(
+        {
+            "getattr": guards.getattr,
+            "hasattr": guards.hasattr,
+            "setattr": guards.setattr,
+            "delattr": guards.delattr,
+            "type": guarded_type(type, guards.type_of),
+            "range": guarded_type(range, guards.make_range),
+            "bytes": guarded_type(bytes, guards.make_bytes),
+            "bytearray": guarded_type(bytearray, guards.make_bytearray),
+            "iter": guards.iterate,
+            "pow": guards.power,
+            "format": guards.format_value,
+            "ToolError": ToolError,
+            "__build_class__": builtins.__build_class__,
+            "__import__": importer,
+        }
+    )
+    return table
+
+
+__all__ = ["safe_builtins"]

@@ -1,0 +1,80 @@
+"""Compiling a script: parse, apply the policy, compile; cached, since agents repeat themselves."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from types import CodeType
+
+from ._transformer import CodeActPolicy
+
+SCRIPT_FILENAME = "<script>"
+COMPILE_CACHE_SIZE = 512
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompiledScript:
+    """A compiled script, or why it could not be compiled."""
+
+    code: CodeType | None = None
+    syntax_error: str | None = None
+    violations: tuple[str, ...] = ()
+
+
+class _Policy(CodeActPolicy):
+    allowed_modules: frozenset[str] = frozenset()
+
+    def check_import_names(self, node: ast.Import | ast.ImportFrom) -> ast.AST:
+        modules = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+        )
+        if isinstance(node, ast.ImportFrom) and node.level:
+            self.error(node, "relative imports are not allowed.")
+        for module in modules:
+            if module not in self.allowed_modules:
+                allowed = ", ".join(sorted(self.allowed_modules))
+                self.error(
+                    node, f'module "{module}" is not available in scripts (importable: {allowed}).'
+                )
+        return super().check_import_names(node)
+
+
+@functools.lru_cache(maxsize=COMPILE_CACHE_SIZE)
+def compile_script(source: str, allowed_modules: frozenset[str]) -> CompiledScript:
+    """Compile ``source`` under the policy, allowing imports of ``allowed_modules`` only."""
+    try:
+        tree = ast.parse(source, SCRIPT_FILENAME, "exec")
+    except SyntaxError as error:
+        return CompiledScript(syntax_error=describe_syntax_error(error))
+    except (ValueError, MemoryError, RecursionError) as error:
+        return CompiledScript(syntax_error=f"the script cannot be parsed: {error}")
+    policy = type("ScriptPolicy", (_Policy,), {"allowed_modules": allowed_modules})()
+    try:
+        policy.visit(tree)
+    except RecursionError:
+        return CompiledScript(syntax_error="the script is nested too deeply to compile")
+    if policy.errors:
+        return CompiledScript(violations=tuple(policy.errors))
+    try:
+        return CompiledScript(code=compile(tree, SCRIPT_FILENAME, "exec", dont_inherit=True))
+    except (SyntaxError, ValueError, RecursionError) as error:
+        return CompiledScript(syntax_error=f"the script cannot be compiled: {error}")
+
+
+def describe_syntax_error(error: SyntaxError) -> str:
+    """``line N, column M: message`` with the offending line and a caret under the column."""
+    line = error.lineno or 0
+    column = error.offset or 0
+    text = (error.text or "").rstrip("\n")
+    message = f"line {line}, column {column}: {error.msg}"
+    if text:
+        stripped = text.lstrip()
+        caret_at = max(column - 1 - (len(text) - len(stripped)), 0)
+        message += f"\n    {stripped}\n    {' ' * caret_at}^"
+    return message
+
+
+__all__ = ["SCRIPT_FILENAME", "CompiledScript", "compile_script", "describe_syntax_error"]

@@ -1,0 +1,451 @@
+"""The sandbox: one session's restricted interpreter, whose names persist across runs."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._exceptions import ErrorCode, ToolError
+from .._json import JsonValue, NotJsonError, detach
+from ._builtins import safe_builtins
+from ._compiler import SCRIPT_FILENAME, compile_script
+from ._errors import LimitExceeded, LimitInterrupt, SandboxStop, SecurityViolation
+from ._guards import Guards, reraise_limits, script_class_factory
+from ._limits import WATCHDOG, Limits, RunMonitor
+from ._transformer import RESULT_NAME
+
+ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
+ABORTED = "aborted"
+MAX_REPR_CHARS = 2_000
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallRecord:
+    """A call a script made: what a failed script already did is shown to the model."""
+
+    name: str
+    ok: bool
+    code: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScriptError:
+    """Why a run failed, in terms the model can act on."""
+
+    code: str
+    message: str
+    kind: str = ""
+    line: int | None = None
+    source_line: str | None = None
+    hint: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScriptOutcome:
+    """What one run produced: the last expression's value, output, tool calls, or an error."""
+
+    value: JsonValue = None
+    output: str = ""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    error: ScriptError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(kw_only=True)
+class _Run:
+    """Per-run state the guards and bound tools update."""
+
+    limits: Limits
+    call_tool: ToolCaller | None
+    output: list[str] = field(default_factory=list)
+    output_chars: int = 0
+    output_truncated: bool = False
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    monitor: RunMonitor | None = None
+
+
+class BoundTool:
+    """A registered tool as a script sees it: a plain function and nothing else."""
+
+    __slots__ = ("_dispatch", "_name", "_parameters")
+
+    def __init__(
+        self, name: str, parameters: tuple[str, ...], dispatch: Callable[..., Any]
+    ) -> None:
+        self._name = name
+        self._parameters = parameters
+        self._dispatch = dispatch
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._dispatch(self._name, self._parameters, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<tool {self._name}({', '.join(self._parameters)})>"
+
+    def __copy__(self) -> BoundTool:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> BoundTool:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a tool cannot be pickled")
+
+
+class Sandbox:
+    """A restricted interpreter for one session.
+
+    ``run`` executes in the calling thread, under the watchdog; names a script
+    defines stay for the next run until ``reset``.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        modules: frozenset[str] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        from stdlib_bindings._modules import DEFAULT_MODULES, session_facades
+
+        self.limits = limits or Limits()
+        self.guards = Guards(self.limits)
+        self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
+        self._facades = {
+            name: facade
+            for name, facade in session_facades(self.guards, seed=seed).items()
+            if name in self.modules
+        }
+        self._builtins = safe_builtins(self.guards, self._import)
+        self._run: _Run | None = None
+        self._lock = threading.Lock()
+        self.globals: dict[str, Any] = {}
+        self.reset()
+
+    # Public ----------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget every name scripts defined."""
+        self.globals = {"__builtins__": self._builtins, "__name__": "script"}
+
+    def user_names(self) -> list[str]:
+        """Names scripts have defined, in definition order."""
+        return [
+            n
+            for n, v in self.globals.items()
+            if not n.startswith("_") and not isinstance(v, BoundTool)
+        ]
+
+    def run(
+        self,
+        source: str,
+        *,
+        tools: Mapping[str, tuple[str, ...]] | None = None,
+        call_tool: ToolCaller | None = None,
+    ) -> ScriptOutcome:
+        """Run ``source``; ``tools`` maps each bound tool's name to its parameter order."""
+        limits = self.limits
+        if len(source) > limits.max_source_chars:
+            message = (
+                f"the script has {len(source):,} characters (limit {limits.max_source_chars:,})"
+            )
+            return ScriptOutcome(
+                error=ScriptError(code=ErrorCode.CODE_RESOURCE_LIMIT, message=message)
+            )
+        compiled = compile_script(source, self.modules)
+        if compiled.syntax_error is not None:
+            return ScriptOutcome(
+                error=ScriptError(
+                    code=ErrorCode.CODE_SYNTAX_ERROR,
+                    message=compiled.syntax_error,
+                    kind="SyntaxError",
+                )
+            )
+        if compiled.code is None:
+            message = "the script uses what scripts may not:\n" + "\n".join(
+                f"  {v}" for v in compiled.violations
+            )
+            return ScriptOutcome(
+                error=ScriptError(code=ErrorCode.CODE_SECURITY_VIOLATION, message=message)
+            )
+        if not self._lock.acquire(blocking=False):
+            message = "another script is still running in this session"
+            return ScriptOutcome(
+                error=ScriptError(code=ErrorCode.CODE_RUNTIME_ERROR, message=message)
+            )
+        try:
+            return self._execute(compiled.code, source, tools or {}, call_tool)
+        finally:
+            self._lock.release()
+
+    def abort(self) -> None:
+        """Stop the running script, if any, from another thread."""
+        run = self._run
+        if run is not None and run.monitor is not None and not run.monitor.finished:
+            run.monitor.trip(ABORTED)
+
+    # Running ----------------------------------------------------------------------------
+
+    def _execute(
+        self,
+        code: Any,
+        source: str,
+        tools: Mapping[str, tuple[str, ...]],
+        call_tool: ToolCaller | None,
+    ) -> ScriptOutcome:
+        run = _Run(limits=self.limits, call_tool=call_tool)
+        scope = self.globals
+        scope.update(self._run_globals(run))
+        for name, parameters in tools.items():
+            scope[name] = BoundTool(name, parameters, self._call_tool)
+        self._run = run
+        error: BaseException | None = None
+        value: JsonValue = None
+        run.monitor = monitor = RunMonitor(self.limits)
+        WATCHDOG.watch(monitor)
+        try:
+            try:
+                exec(code, scope)
+                value = self._result(scope)
+            except BaseException as caught:  # everything a script raises ends here
+                error = caught
+        except LimitInterrupt as late:  # delivered while the run was being wrapped up
+            error = late
+        finally:
+            WATCHDOG.unwatch(monitor)
+            self._run = None
+        scope.pop(RESULT_NAME, None)
+        failure = None
+        if monitor.tripped is not None or error is not None:
+            failure = self._describe(error, monitor.tripped, source, scope, tools)
+        return ScriptOutcome(
+            value=None if failure else value,
+            output=self._output(run),
+            tool_calls=tuple(run.tool_calls),
+            error=failure,
+        )
+
+    def _run_globals(self, run: _Run) -> dict[str, Any]:
+        guards = self.guards
+        return {
+            "_getattr_": guards.getattr,
+            "_getitem_": _getitem,
+            "_getiter_": iter,
+            "_write_": guards.write,
+            "_apply_": _apply,
+            "_inplacevar_": guards.inplace,
+            "_mul_": guards.mul,
+            "_pow_": guards.power,
+            "_lshift_": guards.lshift,
+            "_mod_": guards.mod,
+            "_format_spec_": guards.format_spec,
+            "_reraise_limits_": reraise_limits,
+            "_print_": lambda *args, **kwargs: self._print(run, args, kwargs),
+            "__metaclass__": script_class_factory(),
+        }
+
+    def _result(self, scope: dict[str, Any]) -> JsonValue:
+        if RESULT_NAME not in scope:
+            return None
+        value = scope[RESULT_NAME]
+        try:
+            return detach(value)
+        except (NotJsonError, RecursionError):
+            text = repr(value)
+            return text if len(text) <= MAX_REPR_CHARS else text[:MAX_REPR_CHARS] + "..."
+
+    def _print(self, run: _Run, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if kwargs.get("file") is not None:
+            raise SecurityViolation("print(file=...) is not available in scripts")
+        sep = kwargs.get("sep") or " "
+        end = kwargs.get("end")
+        text = str(sep).join(str(a) for a in args) + ("\n" if end is None else str(end))
+        room = run.limits.max_output_chars - run.output_chars
+        if len(text) > room:
+            run.output.append(text[: max(room, 0)])
+            run.output_chars += max(room, 0)
+            run.output_truncated = True
+            raise LimitExceeded(
+                "output", f"the script printed more than {run.limits.max_output_chars:,} characters"
+            )
+        run.output.append(text)
+        run.output_chars += len(text)
+
+    def _output(self, run: _Run) -> str:
+        text = "".join(run.output)
+        if run.output_truncated:
+            text += f"\n[... output truncated at {run.limits.max_output_chars:,} characters]"
+        return text
+
+    # Tools -------------------------------------------------------------------------------
+
+    def _call_tool(
+        self, name: str, parameters: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        run = self._run
+        if run is None or run.call_tool is None:
+            raise ToolError(f"tool {name!r} is not callable outside a run", ErrorCode.ABORTED)
+        if len(run.tool_calls) >= run.limits.max_tool_calls:
+            raise LimitExceeded(
+                "tool calls", f"the script made more than {run.limits.max_tool_calls:,} tool calls"
+            )
+        arguments = _bind(name, parameters, args, kwargs)
+        try:
+            value = run.call_tool(name, arguments)
+        except ToolError as error:
+            run.tool_calls.append(ToolCallRecord(name=name, ok=False, code=error.code))
+            raise ToolError(error.message, error.code) from None
+        run.tool_calls.append(ToolCallRecord(name=name, ok=True))
+        return value
+
+    def _import(
+        self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> Any:
+        if type(fromlist) is list:  # an import made by C code itself (datetime.strptime)
+            return __import__(name, None, None, fromlist, level)
+        facade = self._facades.get(name)
+        if facade is None or level != 0:
+            raise SecurityViolation(f"module {name!r} is not available in scripts")
+        return facade
+
+    # Errors --------------------------------------------------------------------------------
+
+    def _describe(
+        self,
+        error: BaseException | None,
+        tripped: str | None,
+        source: str,
+        scope: dict[str, Any],
+        tools: Mapping[str, tuple[str, ...]],
+    ) -> ScriptError:
+        line = _script_line(error) if error is not None else None
+        source_line = _source_line(source, line)
+        if tripped == ABORTED:
+            return ScriptError(
+                code=ErrorCode.ABORTED,
+                message="the script was aborted",
+                line=line,
+                source_line=source_line,
+            )
+        if tripped is not None:
+            message = f"the script exceeded its {tripped} limit"
+            return ScriptError(
+                code=ErrorCode.CODE_RESOURCE_LIMIT,
+                message=message,
+                line=line,
+                source_line=source_line,
+            )
+        assert error is not None
+        if isinstance(error, LimitExceeded):
+            code, message = ErrorCode.CODE_RESOURCE_LIMIT, error.message
+        elif isinstance(error, RecursionError):
+            code, message = (
+                ErrorCode.CODE_RESOURCE_LIMIT,
+                "recursion depth limit: maximum recursion depth exceeded",
+            )
+        elif isinstance(error, MemoryError):
+            code, message = (
+                ErrorCode.CODE_RESOURCE_LIMIT,
+                "memory limit: the script ran out of memory",
+            )
+        elif isinstance(error, SecurityViolation):
+            code, message = ErrorCode.CODE_SECURITY_VIOLATION, error.message
+        elif isinstance(error, SandboxStop):
+            code, message = ErrorCode.CODE_RUNTIME_ERROR, error.message
+        elif isinstance(error, ToolError):
+            code, message = (
+                ErrorCode.CODE_RUNTIME_ERROR,
+                f"ToolError [{error.code}]: {error.message}",
+            )
+        else:
+            code, message = ErrorCode.CODE_RUNTIME_ERROR, _exception_text(error)
+        hint = _hint(error, scope, tools)
+        return ScriptError(
+            code=code,
+            message=message,
+            kind=type(error).__name__,
+            line=line,
+            source_line=source_line,
+            hint=hint,
+        )
+
+
+def _getitem(obj: Any, key: Any) -> Any:
+    return obj[key]
+
+
+def _apply(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return function(*args, **kwargs)
+
+
+def _bind(
+    name: str, parameters: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, JsonValue]:
+    if len(args) > len(parameters):
+        raise TypeError(
+            f"{name}() takes {len(parameters)} positional arguments but {len(args)} were given"
+        )
+    arguments: dict[str, Any] = dict(zip(parameters, args, strict=False))
+    for key, value in kwargs.items():
+        if key in arguments:
+            raise TypeError(f"{name}() got multiple values for argument {key!r}")
+        arguments[key] = value
+    try:
+        plain = detach(arguments)
+    except NotJsonError as error:
+        raise TypeError(
+            f"{name}(): {error.reason} (at {error.path.replace('$', 'arguments', 1)})"
+        ) from None
+    assert isinstance(plain, dict)
+    return plain
+
+
+def _script_line(error: BaseException) -> int | None:
+    line = None
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == SCRIPT_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _source_line(source: str, line: int | None) -> str | None:
+    if line is None:
+        return None
+    lines = source.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else None
+
+
+def _exception_text(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _hint(
+    error: BaseException, scope: dict[str, Any], tools: Mapping[str, tuple[str, ...]]
+) -> str | None:
+    missing = getattr(error, "name", None)
+    if isinstance(error, NameError) and isinstance(missing, str):
+        known = [n for n in scope if not n.startswith("_")] + list(tools)
+        known += [n for n in scope["__builtins__"] if not n.startswith("_")]
+        close = difflib.get_close_matches(missing, known, n=3, cutoff=0.6)
+        if close:
+            return f"did you mean: {', '.join(close)}?"
+        if tools:
+            return f"bound tools: {', '.join(sorted(tools))}"
+    if isinstance(error, ToolError):
+        return "catch ToolError in the script to handle a failed tool call"
+    return None
+
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+
+__all__ = ["BoundTool", "Sandbox", "ScriptError", "ScriptOutcome", "ToolCallRecord", "ToolCaller"]

@@ -1,0 +1,177 @@
+"""Limits that hold in-process, enforced at almost no cost per operation.
+
+Time, CPU and memory are watched from outside the script: one watchdog thread
+checks every running script every few milliseconds and, when one is past a limit,
+raises an exception inside that script's thread (``PyThreadState_SetAsyncExc``).
+The interpreter delivers it at the next bytecode boundary, so loops pay nothing
+per iteration. C-level loops that never return to bytecode are made to: the
+facades wrap infinite and combinatorial iterators in Python generators.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from ._errors import LimitInterrupt
+
+POLL_SECONDS = 0.005
+REINJECT_SECONDS = 0.05
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Limits:
+    """What one run may use; each breach ends it with CODE_RESOURCE_LIMIT."""
+
+    wall_seconds: float = 10.0
+    cpu_seconds: float = 10.0
+    memory_bytes: int = 512 * 1024 * 1024
+    max_output_chars: int = 20_000
+    max_tool_calls: int = 1_000
+    max_source_chars: int = 100_000
+    max_sequence_items: int = 10_000_000
+    max_int_bits: int = 4_000_000
+    max_format_width: int = 1_000_000
+    max_eager_range: int = 10_000_000
+
+
+class RunMonitor:
+    """One running script as the watchdog sees it."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.thread_id = threading.get_ident()
+        self.started = time.monotonic()
+        self.deadline = self.started + limits.wall_seconds
+        self.cpu_clock = _cpu_clock(self.thread_id)
+        self.cpu_start = _read_clock(self.cpu_clock)
+        self.memory_start = resident_bytes()
+        self.tripped: str | None = None
+        self.tripped_at = 0.0
+        self.finished = False
+
+    def check(self, now: float) -> str | None:
+        """The name of the first limit this run is past, if any."""
+        limits = self.limits
+        if now >= self.deadline:
+            return f"wall-clock time ({limits.wall_seconds:g} s)"
+        used = _read_clock(self.cpu_clock) - self.cpu_start
+        if used >= limits.cpu_seconds:
+            return f"CPU time ({limits.cpu_seconds:g} s)"
+        if resident_bytes() - self.memory_start >= limits.memory_bytes:
+            return f"memory ({limits.memory_bytes // (1024 * 1024)} MiB)"
+        return None
+
+    def trip(self, limit: str) -> None:
+        """Record the limit and interrupt the script's thread."""
+        if self.tripped is None:
+            self.tripped = limit
+        self.tripped_at = time.monotonic()
+        interrupt(self.thread_id)
+
+
+class Watchdog:
+    """A single daemon thread that watches every running script.
+
+    The script's thread never takes a lock here: an exception delivered while it
+    held one would leave the lock held. Instead ``unwatch`` marks the run finished,
+    waits out an inspection in progress, and clears any interrupt still pending.
+    """
+
+    def __init__(self) -> None:
+        self._runs: set[RunMonitor] = set()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._inspecting: RunMonitor | None = None
+
+    def watch(self, run: RunMonitor) -> None:
+        with self._wake:
+            self._runs.add(run)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="codeact-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+
+    def unwatch(self, run: RunMonitor) -> None:
+        run.finished = True
+        while True:
+            try:
+                while self._inspecting is run:
+                    time.sleep(0)
+                clear_interrupt(run.thread_id)
+                return
+            except LimitInterrupt:  # delivered late; no lock is held, so try again
+                continue
+
+    def _loop(self) -> None:
+        while True:
+            with self._wake:
+                self._runs = {run for run in self._runs if not run.finished}
+                while not self._runs:
+                    self._wake.wait()
+                runs = tuple(self._runs)
+            now = time.monotonic()
+            for run in runs:
+                self._inspecting = run
+                if not run.finished:
+                    self._inspect(run, now)
+                self._inspecting = None
+            time.sleep(POLL_SECONDS)
+
+    def _inspect(self, run: RunMonitor, now: float) -> None:
+        if run.tripped is not None:
+            if now - run.tripped_at >= REINJECT_SECONDS:  # the script swallowed it
+                run.trip(run.tripped)
+            return
+        limit = run.check(now)
+        if limit is not None:
+            run.trip(limit)
+
+
+WATCHDOG = Watchdog()
+
+
+def interrupt(thread_id: int) -> None:
+    """Raise LimitInterrupt in ``thread_id`` at its next bytecode boundary."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(LimitInterrupt)
+    )
+
+
+def clear_interrupt(thread_id: int) -> None:
+    """Drop an interrupt that was raised in ``thread_id`` but not yet delivered."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), None)
+
+
+def resident_bytes() -> int:
+    """This process's resident memory, read cheaply from /proc where there is one."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_SIZE
+    except OSError:
+        return 0
+
+
+def _cpu_clock(thread_id: int) -> int | None:
+    try:
+        return time.pthread_getcpuclockid(thread_id)
+    except (AttributeError, OSError):
+        return None
+
+
+def _read_clock(clock: int | None) -> float:
+    if clock is None:
+        return time.process_time()
+    try:
+        return time.clock_gettime(clock)
+    except OSError:
+        return 0.0
+
+
+__all__ = ["WATCHDOG", "Limits", "RunMonitor", "Watchdog", "interrupt", "resident_bytes"]

@@ -1,0 +1,277 @@
+"""The compile-time policy: RestrictedPython's transformer, reviewed and extended.
+
+What it adds to the base policy, each for a reason:
+
+- augmented assignment on items and attributes (``d[k] += 1``), rewritten through
+  the same guards as a plain read and write;
+- ``nonlocal``, ``match`` and ``super().__init__()``, which ordinary scripts use;
+- a curated set of dunder methods on script classes (``__repr__``, ``__iter__``,
+  ``__enter__``/``__exit__``...), never the ones that run later in the host;
+- size-guarded ``*``, ``**``, ``<<`` and ``%`` and guarded format specs, so a memory
+  bomb is refused before it allocates;
+- exception handlers that re-raise limit errors first, so no ``except`` swallows one;
+- ``print`` bound to a bounded collector, and the last expression kept as the result.
+
+Iteration and unpacking are left unwrapped on purpose: iterating exposes no
+attribute, and a per-item guard would double the cost of every loop.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from RestrictedPython.transformer import (
+    ALLOWED_FUNC_NAMES,
+    INSPECT_ATTRIBUTES,
+    RestrictingNodeTransformer,
+    copy_locations,
+)
+
+RESULT_NAME = "_codeact_result_"
+
+# Dunder methods a script class may define: each is called only by script code or
+# inside the sandbox (results are converted to plain data before leaving it).
+SCRIPT_DUNDERS = frozenset(
+    ALLOWED_FUNC_NAMES
+    | {
+        "__repr__",
+        "__str__",
+        "__hash__",
+        "__bool__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__getitem__",
+        "__setitem__",
+        "__delitem__",
+        "__enter__",
+        "__exit__",
+        "__call__",
+        "__add__",
+        "__radd__",
+        "__sub__",
+        "__rsub__",
+        "__mul__",
+        "__rmul__",
+        "__truediv__",
+        "__floordiv__",
+        "__mod__",
+        "__neg__",
+        "__abs__",
+        "__post_init__",
+    }
+)
+
+# Attributes that lead to frames, code, or the class hierarchy, beyond the base list.
+FORBIDDEN_ATTRIBUTES = frozenset(
+    INSPECT_ATTRIBUTES | {"mro", "f_lineno", "tb_lineno", "gi_running", "obj", "format_field"}
+)
+
+_GUARDED_BINOPS: dict[type[ast.operator], str] = {
+    ast.Mult: "_mul_",
+    ast.Pow: "_pow_",
+    ast.LShift: "_lshift_",
+    ast.Mod: "_mod_",
+}
+
+
+class CodeActPolicy(RestrictingNodeTransformer):
+    """RestrictedPython's policy, opened where agents need it and closed where they must not."""
+
+    # Names ------------------------------------------------------------------------
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        if node.id == "print" and isinstance(node.ctx, ast.Load):
+            replacement = ast.Name("_print_", ast.Load())
+            copy_locations(replacement, node)
+            return replacement
+        if node.id == "printed":  # no special meaning here: an ordinary name
+            self.used_names[node.id] = True
+            return node
+        return super().visit_Name(node)
+
+    def inject_print_collector(self, node: Any, position: int = 0) -> None:
+        """Printing goes to the run's bounded collector; nothing to inject."""
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> Any:
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
+        # Methods (indented defs) may use the curated dunders; nothing else may.
+        if allow_magic_methods and name in SCRIPT_DUNDERS and node.col_offset != 0:
+            return
+        super().check_name(node, name, allow_magic_methods=allow_magic_methods)
+
+    # Attributes ---------------------------------------------------------------------
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        if node.attr in FORBIDDEN_ATTRIBUTES:
+            self.error(node, f'"{node.attr}" is a restricted attribute.')
+        if node.attr in SCRIPT_DUNDERS and _is_super_call(node.value):
+            # super().__init__(...) and friends: read through the guard, which checks
+            # that the super object belongs to a script class.
+            value = self.visit(node.value)
+            call = ast.Call(
+                func=ast.Name("_getattr_", ast.Load()),
+                args=[value, ast.Constant(node.attr)],
+                keywords=[],
+            )
+            copy_locations(call, node)
+            return call
+        return super().visit_Attribute(node)
+
+    # Operators ----------------------------------------------------------------------
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        node = self.node_contents_visit(node)
+        guard = _GUARDED_BINOPS.get(type(node.op))
+        if guard is None:
+            return node
+        call = ast.Call(func=ast.Name(guard, ast.Load()), args=[node.left, node.right], keywords=[])
+        copy_locations(call, node)
+        return call
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+        if isinstance(node.target, ast.Name):
+            return super().visit_AugAssign(node)
+        node = self.node_contents_visit(node)
+        target = node.target
+        assert isinstance(target, ast.Attribute | ast.Subscript)
+        op = ast.Constant(_IOPERATORS[type(node.op)])
+        holder = self.gen_tmp_name()
+        statements: list[ast.stmt] = [ast.Assign([ast.Name(holder, ast.Store())], target.value)]
+        if isinstance(target, ast.Subscript):
+            key = self.gen_tmp_name()
+            statements.append(ast.Assign([ast.Name(key, ast.Store())], target.slice))
+            current: ast.expr = _call(
+                "_getitem_", ast.Name(holder, ast.Load()), ast.Name(key, ast.Load())
+            )
+            store: ast.expr = ast.Subscript(
+                _call("_write_", ast.Name(holder, ast.Load())),
+                ast.Name(key, ast.Load()),
+                ast.Store(),
+            )
+        else:
+            assert isinstance(target, ast.Attribute)
+            current = _call("_getattr_", ast.Name(holder, ast.Load()), ast.Constant(target.attr))
+            store = ast.Attribute(
+                _call("_write_", ast.Name(holder, ast.Load())), target.attr, ast.Store()
+            )
+        statements.append(ast.Assign([store], _call("_inplacevar_", op, current, node.value)))
+        for statement in statements:
+            copy_locations(statement, node)
+        return statements
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
+        node = self.node_contents_visit(node)
+        if node.format_spec is None:
+            return node
+        # f"{x:>{width}}": format through the guard, which bounds the width.
+        call = _call("_format_spec_", node.value, ast.Constant(node.conversion), node.format_spec)
+        copy_locations(call, node)
+        replacement = ast.FormattedValue(value=call, conversion=-1, format_spec=None)
+        copy_locations(replacement, node)
+        return replacement
+
+    # Exceptions ---------------------------------------------------------------------
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
+        visited = super().visit_ExceptHandler(node)
+        assert isinstance(visited, ast.ExceptHandler)
+        node = visited
+        if node.type is None:  # a bare except catches Exception, never a limit
+            node.type = ast.Name("Exception", ast.Load())
+            copy_locations(node.type, node)
+        check = ast.Expr(_call("_reraise_limits_"))
+        copy_locations(check, node)
+        node.body.insert(0, check)
+        return node
+
+    # match --------------------------------------------------------------------------
+
+    def visit_Match(self, node: ast.Match) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_match_case(self, node: ast.match_case) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchValue(self, node: ast.MatchValue) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchSingleton(self, node: ast.MatchSingleton) -> Any:
+        return node
+
+    def visit_MatchSequence(self, node: ast.MatchSequence) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> Any:
+        self.check_name(node, node.name)
+        return node
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> Any:
+        self.check_name(node, node.rest)
+        return self.node_contents_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> Any:
+        self.check_name(node, node.name)
+        return self.node_contents_visit(node)
+
+    def visit_MatchOr(self, node: ast.MatchOr) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> Any:
+        # Keyword patterns read attributes without the guard: hold them to the same rules.
+        for name in node.kwd_attrs:
+            if name.startswith("_") or name in FORBIDDEN_ATTRIBUTES:
+                self.error(node, f'"{name}" is not allowed in a class pattern.')
+        return self.node_contents_visit(node)
+
+    # Module -------------------------------------------------------------------------
+
+    def visit_Module(self, node: ast.Module) -> Any:
+        visited = super().visit_Module(node)
+        assert isinstance(visited, ast.Module)
+        node = visited
+        if node.body and isinstance(node.body[-1], ast.Expr):
+            last = node.body[-1]
+            assign = ast.Assign([ast.Name(RESULT_NAME, ast.Store())], last.value)
+            copy_locations(assign, last)
+            node.body[-1] = assign
+        return node
+
+
+_IOPERATORS: dict[type[ast.operator], str] = {
+    ast.Add: "+=",
+    ast.Sub: "-=",
+    ast.Mult: "*=",
+    ast.Div: "/=",
+    ast.Mod: "%=",
+    ast.Pow: "**=",
+    ast.LShift: "<<=",
+    ast.RShift: ">>=",
+    ast.BitOr: "|=",
+    ast.BitXor: "^=",
+    ast.BitAnd: "&=",
+    ast.FloorDiv: "//=",
+    ast.MatMult: "@=",
+}
+
+
+def _call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
+
+
+def _is_super_call(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "super"
+        and not node.args
+        and not node.keywords
+    )
+
+
+__all__ = ["FORBIDDEN_ATTRIBUTES", "RESULT_NAME", "SCRIPT_DUNDERS", "CodeActPolicy"]

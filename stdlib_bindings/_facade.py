@@ -1,0 +1,76 @@
+"""Facades: what a script sees when it imports a standard module.
+
+A facade holds a curated set of functions, classes and immutable constants, never
+a module: ``json.codecs`` or ``datetime.sys`` simply do not exist on it.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from codeact._sandbox._guards import ticking
+
+
+class Facade:
+    """A read-only module stand-in with exactly the names it was given."""
+
+    __slots__ = ("_members", "_name")
+
+    def __init__(self, name: str, members: Mapping[str, Any]) -> None:
+        for key, value in members.items():
+            if isinstance(value, types.ModuleType | Facade):
+                raise TypeError(f"facade {name}.{key} must not be a module")
+            if isinstance(value, list | dict | set | bytearray):
+                raise TypeError(f"facade {name}.{key} must be immutable")
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_members", dict(members))
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._members[key]
+        except KeyError:
+            raise AttributeError(
+                f"module {self._name!r} has no attribute {key!r} in scripts"
+            ) from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"module {self._name!r} is read-only")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"module {self._name!r} is read-only")
+
+    def __dir__(self) -> list[str]:
+        return sorted(self._members)
+
+    def __repr__(self) -> str:
+        return f"<module {self._name!r} (sandboxed)>"
+
+    def __copy__(self) -> Facade:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Facade:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a sandboxed module cannot be pickled")
+
+
+def pick(module: types.ModuleType, names: str) -> dict[str, Any]:
+    """The named members of ``module`` (names separated by spaces)."""
+    return {name: getattr(module, name) for name in names.split()}
+
+
+def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """Wrap an iterator factory so everything it yields passes through Python code."""
+
+    def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        return ticking(factory(*args, **kwargs))
+
+    make.__name__ = getattr(factory, "__name__", "iterator")
+    make.__doc__ = getattr(factory, "__doc__", None)
+    return make
+
+
+__all__ = ["Facade", "pick", "ticking", "ticking_factory"]

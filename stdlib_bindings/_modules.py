@@ -1,0 +1,396 @@
+"""The standard modules scripts may import, each as a curated facade.
+
+Every member is listed by name. Left out on purpose: anything that returns a
+module, touches files, processes, the network or the clock's sleep; anything that
+evaluates strings as code (``typing.get_type_hints``); anything that reads
+attributes by name behind the guard's back (``operator.attrgetter``,
+``functools.update_wrapper`` with custom names); ``collections.UserString`` and
+``string.Formatter`` (format-string traversal), and ``uuid.uuid1`` (host identity).
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import collections
+import copy
+import dataclasses
+import datetime
+import decimal
+import difflib
+import enum
+import fractions
+import functools
+import hashlib
+import heapq
+import itertools
+import json
+import math
+import random
+import re
+import statistics
+import string
+import textwrap
+import typing
+import unicodedata
+import types
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from codeact._sandbox._errors import LimitExceeded
+from codeact._sandbox._guards import Guards, ticking
+from codeact._sandbox._ownership import SCRIPT_CLASSES, register_readable
+
+from ._facade import Facade, pick, ticking_factory
+
+MAX_FACTORIAL = 20_000
+MAX_DECIMAL_PRECISION = 10_000
+MAX_RANDOM_BITS = 1 << 24
+
+
+class Counter(collections.Counter[Any]):
+    """``collections.Counter`` whose ``elements()`` can be interrupted."""
+
+    def elements(self) -> Iterator[Any]:
+        return ticking(super().elements())
+
+
+class ScriptRandom(random.Random):
+    """``random.Random`` whose bit and byte requests are bounded."""
+
+    def getrandbits(self, k: int) -> int:
+        if k > MAX_RANDOM_BITS:
+            raise LimitExceeded("integer size", f"getrandbits({k:,}) asks for too many bits")
+        return super().getrandbits(k)
+
+    def randbytes(self, n: int) -> bytes:
+        if n > MAX_RANDOM_BITS // 8:
+            raise LimitExceeded("sequence size", f"randbytes({n:,}) asks for too many bytes")
+        return super().randbytes(n)
+
+
+class Chain:
+    """``itertools.chain``, ticking, with its ``from_iterable`` alternative constructor."""
+
+    def __call__(self, *iterables: Any) -> Iterator[Any]:
+        return ticking(itertools.chain(*iterables))
+
+    def from_iterable(self, iterables: Any) -> Iterator[Any]:
+        return ticking(itertools.chain.from_iterable(iterables))
+
+
+def _namedtuple(typename: str, field_names: Any, **kwargs: Any) -> type:
+    cls = collections.namedtuple(typename, field_names, **kwargs)  # type: ignore[misc]
+    SCRIPT_CLASSES.add(cls)
+    return cls
+
+
+def _wraps(wrapped: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return functools.wraps(wrapped, assigned=("__name__", "__qualname__", "__doc__"), updated=())
+
+
+def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def guarded(*args: Any) -> Any:
+        if any(isinstance(a, int) and a > limit for a in args):
+            raise LimitExceeded(what, f"{fn.__name__}() arguments above {limit:,} are not allowed")
+        return fn(*args)
+
+    guarded.__name__ = fn.__name__
+    return guarded
+
+
+def _prod(iterable: Any, *, start: Any = 1) -> Any:
+    total = start
+    for item in iterable:
+        total *= item
+        if isinstance(total, int) and total.bit_length() > 4_000_000:
+            raise LimitExceeded("integer size")
+    return total
+
+
+def _localcontext(**kwargs: Any) -> Any:
+    if set(kwargs) - {"prec", "rounding"}:
+        raise LimitExceeded("decimal context", "only prec and rounding may be set in scripts")
+    if kwargs.get("prec", 0) > MAX_DECIMAL_PRECISION:
+        raise LimitExceeded("decimal precision")
+    return decimal.localcontext(**kwargs)
+
+
+def _static_facades() -> dict[str, Facade]:
+    """Facades that hold no per-session state, built once."""
+    return {
+        "json": Facade("json", pick(json, "dumps loads JSONDecodeError")),
+        "math": Facade(
+            "math",
+            {
+                **pick(
+                    math,
+                    "pi e tau inf nan ceil floor trunc fabs sqrt isqrt exp log log2 log10 log1p "
+                    "expm1 sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh "
+                    "degrees radians hypot dist gcd lcm isclose isfinite isinf isnan copysign "
+                    "fmod frexp ldexp modf remainder fsum pow gamma lgamma erf erfc nextafter ulp",
+                ),
+                "factorial": _bounded(MAX_FACTORIAL, "integer size", math.factorial),
+                "comb": _bounded(MAX_FACTORIAL * 10, "integer size", math.comb),
+                "perm": _bounded(MAX_FACTORIAL * 10, "integer size", math.perm),
+                "prod": _prod,
+            },
+        ),
+        "datetime": Facade(
+            "datetime",
+            pick(datetime, "date datetime time timedelta timezone tzinfo MINYEAR MAXYEAR"),
+        ),
+        "collections": Facade(
+            "collections",
+            {
+                **pick(collections, "deque OrderedDict defaultdict ChainMap"),
+                "Counter": Counter,
+                "namedtuple": _namedtuple,
+            },
+        ),
+        "itertools": Facade(
+            "itertools",
+            {
+                **{
+                    name: ticking_factory(getattr(itertools, name))
+                    for name in [
+                        "accumulate",
+                        "combinations",
+                        "combinations_with_replacement",
+                        "compress",
+                        "count",
+                        "cycle",
+                        "dropwhile",
+                        "filterfalse",
+                        "groupby",
+                        "islice",
+                        "pairwise",
+                        "permutations",
+                        "product",
+                        "repeat",
+                        "starmap",
+                        "takewhile",
+                        "zip_longest",
+                    ]
+                },
+                "chain": Chain(),
+                "tee": lambda iterable, n=2: tuple(ticking(i) for i in itertools.tee(iterable, n)),
+            },
+        ),
+        "functools": Facade(
+            "functools",
+            {
+                **pick(functools, "reduce partial lru_cache cache cmp_to_key total_ordering"),
+                "wraps": _wraps,
+            },
+        ),
+        "statistics": Facade(
+            "statistics",
+            pick(
+                statistics,
+                "mean fmean geometric_mean harmonic_mean median median_low median_high "
+                "median_grouped mode multimode pstdev pvariance stdev variance quantiles "
+                "correlation covariance linear_regression NormalDist StatisticsError",
+            ),
+        ),
+        "textwrap": Facade(
+            "textwrap", pick(textwrap, "wrap fill dedent indent shorten TextWrapper")
+        ),
+        "decimal": Facade(
+            "decimal",
+            {
+                **pick(
+                    decimal,
+                    "Decimal InvalidOperation DivisionByZero DecimalException ROUND_HALF_UP "
+                    "ROUND_HALF_EVEN ROUND_HALF_DOWN ROUND_UP ROUND_DOWN ROUND_CEILING ROUND_FLOOR",
+                ),
+                "localcontext": _localcontext,
+            },
+        ),
+        "fractions": Facade("fractions", pick(fractions, "Fraction")),
+        "heapq": Facade(
+            "heapq",
+            {
+                **pick(
+                    heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest"
+                ),
+                "merge": ticking_factory(heapq.merge),
+            },
+        ),
+        "bisect": Facade(
+            "bisect",
+            pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right"),
+        ),
+        "base64": Facade(
+            "base64",
+            pick(
+                base64,
+                "b64encode b64decode urlsafe_b64encode urlsafe_b64decode standard_b64encode "
+                "standard_b64decode b32encode b32decode b16encode b16decode b85encode b85decode",
+            ),
+        ),
+        "hashlib": Facade(
+            "hashlib",
+            pick(hashlib, "md5 sha1 sha224 sha256 sha384 sha512 sha3_256 sha3_512 blake2b blake2s"),
+        ),
+        "uuid": Facade(
+            "uuid",
+            pick(
+                uuid,
+                "uuid3 uuid4 uuid5 UUID NAMESPACE_DNS NAMESPACE_URL NAMESPACE_OID NAMESPACE_X500",
+            ),
+        ),
+        "difflib": Facade(
+            "difflib",
+            pick(
+                difflib, "SequenceMatcher Differ get_close_matches unified_diff context_diff ndiff"
+            ),
+        ),
+        "unicodedata": Facade(
+            "unicodedata",
+            pick(
+                unicodedata,
+                "name lookup category normalize numeric decimal digit east_asian_width "
+                "combining mirrored bidirectional decomposition is_normalized unidata_version",
+            ),
+        ),
+        "copy": Facade("copy", pick(copy, "copy deepcopy")),
+        "typing": Facade(
+            "typing",
+            pick(
+                typing,
+                "Any Optional Union List Dict Tuple Set FrozenSet Callable Iterable Iterator "
+                "Sequence Mapping MutableMapping Literal TypeVar Generic cast",
+            ),
+        ),
+        "enum": Facade("enum", pick(enum, "Enum IntEnum Flag IntFlag StrEnum auto unique")),
+        "dataclasses": Facade(
+            "dataclasses",
+            pick(dataclasses, "dataclass field asdict astuple replace fields FrozenInstanceError"),
+        ),
+    }
+
+
+def _register_readable_types() -> None:
+    register_readable(
+        Facade,
+        Chain,
+        datetime.date,
+        datetime.datetime,
+        datetime.time,
+        datetime.timedelta,
+        datetime.timezone,
+        decimal.Decimal,
+        fractions.Fraction,
+        re.Pattern,
+        re.Match,
+        re.RegexFlag,
+        uuid.UUID,
+        statistics.NormalDist,
+        difflib.SequenceMatcher,
+        difflib.Differ,
+        difflib.Match,
+        textwrap.TextWrapper,
+        string.Template,
+        ScriptRandom,
+        dataclasses.Field,
+        type(hashlib.sha256()),
+        type(hashlib.blake2b()),
+        type(iter(())),
+        types.GeneratorType,
+        functools.partial,
+    )
+    register_readable(
+        collections.deque,
+        collections.OrderedDict,
+        collections.defaultdict,
+        collections.ChainMap,
+        Counter,
+        writable=True,
+    )
+
+
+STATIC_FACADES = _static_facades()
+_register_readable_types()
+
+DEFAULT_MODULES = frozenset(STATIC_FACADES) | {"re", "random", "string"}
+
+
+def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Facade]:
+    """All facades for one sandbox: the shared ones plus those with per-session state."""
+    own_random = ScriptRandom(seed)
+    facades = dict(STATIC_FACADES)
+    facades["random"] = Facade(
+        "random",
+        {
+            **{
+                name: getattr(own_random, name)
+                for name in [
+                    "seed",
+                    "random",
+                    "uniform",
+                    "randint",
+                    "randrange",
+                    "choice",
+                    "choices",
+                    "shuffle",
+                    "sample",
+                    "gauss",
+                    "normalvariate",
+                    "expovariate",
+                    "triangular",
+                    "betavariate",
+                    "getstate",
+                    "setstate",
+                    "getrandbits",
+                    "randbytes",
+                ]
+            },
+            "Random": ScriptRandom,
+        },
+    )
+    facades["string"] = Facade(
+        "string",
+        {
+            **pick(
+                string,
+                "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits "
+                "punctuation printable whitespace capwords Template",
+            ),
+            "Formatter": lambda: guards.formatter,
+        },
+    )
+    facades["re"] = Facade("re", _re_members(guards))
+    return facades
+
+
+def _re_members(guards: Guards) -> dict[str, Any]:
+    members = pick(
+        re,
+        "compile match search fullmatch findall finditer split escape purge error Pattern Match "
+        "IGNORECASE I MULTILINE M DOTALL S VERBOSE X ASCII A UNICODE U NOFLAG",
+    )
+
+    def sub(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
+        _check_substitution(guards, repl, text)
+        return re.sub(pattern, repl, text, count=count, flags=flags)
+
+    def subn(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
+        _check_substitution(guards, repl, text)
+        return re.subn(pattern, repl, text, count=count, flags=flags)
+
+    members["sub"], members["subn"] = sub, subn
+    return members
+
+
+def _check_substitution(guards: Guards, repl: Any, text: Any) -> None:
+    if isinstance(repl, str | bytes) and isinstance(text, str | bytes):
+        worst = (len(text) + 1) * max(len(repl), 1) + len(text)
+        if worst > guards.limits.max_sequence_items and len(repl) > 1:
+            raise LimitExceeded(
+                "sequence size", "the substitution could grow the text past its limit"
+            )
+
+
+__all__ = ["DEFAULT_MODULES", "STATIC_FACADES", "Counter", "session_facades"]
