@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ._errors import LimitExceeded, SecurityViolation
+from ._errors import LimitExceeded, SandboxStop, SecurityViolation
 from ._limits import Limits
 from ._ownership import SCRIPT_CLASSES, is_readable, is_script_class, is_writable
 from ._transformer import FORBIDDEN_ATTRIBUTES, SCRIPT_DUNDERS
@@ -78,6 +78,12 @@ class Guards:
 
     # Size-guarded operators -----------------------------------------------------------
 
+    def add(self, a: Any, b: Any) -> Any:
+        if type(a) is not int and type(a) is not float and isinstance(a, _SEQUENCES):
+            if isinstance(b, _SEQUENCES):
+                self._check_items(len(a) + len(b))
+        return a + b
+
     def mul(self, a: Any, b: Any) -> Any:
         kind_a, kind_b = type(a), type(b)
         if kind_a is float or kind_b is float:
@@ -101,7 +107,10 @@ class Guards:
         return a % b
 
     def inplace(self, op: str, a: Any, b: Any) -> Any:
-        if op == "*=":
+        if op == "+=":
+            if type(a) is not int and isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
+                self._check_items(len(a) + len(b))
+        elif op == "*=":
             self._check_mul(a, b)
         elif op == "**=":
             self._check_pow(a, b)
@@ -322,8 +331,13 @@ class LongRange:
 
 
 def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
-    """Re-yield ``iterator`` from Python code, so C consumers of it can be interrupted."""
-    yield from iterator
+    """Re-yield ``iterator`` from Python code, so C consumers of it can be interrupted.
+
+    An explicit loop, not ``yield from``: its backward jump is where the interpreter
+    checks for pending interrupts (and hands over the GIL); ``yield from`` never does.
+    """
+    for item in iterator:  # noqa: UP028 - see the docstring
+        yield item
 
 
 def reraise_limits() -> None:
@@ -349,9 +363,21 @@ class ScriptClassFactory:
 
     def __call__(self, name: str, bases: tuple[type, ...], namespace: Any, **kwargs: Any) -> type:
         meta = _metaclass_for(bases)
+        if "__exit__" in namespace:
+            namespace["__exit__"] = _unswallowing_exit(namespace["__exit__"])
         cls: type = meta(name, bases, namespace, **kwargs)
         SCRIPT_CLASSES.add(cls)
         return cls
+
+
+def _unswallowing_exit(exit_method: Callable[..., Any]) -> Callable[..., Any]:
+    """A script's ``__exit__`` may suppress its own errors, never a limit or a stop."""
+
+    def __exit__(self: Any, kind: Any, error: Any, traceback: Any) -> Any:  # noqa: N807
+        suppress = exit_method(self, kind, error, traceback)
+        return suppress and not isinstance(error, SandboxStop)
+
+    return __exit__
 
 
 def _metaclass_for(bases: tuple[type, ...]) -> type:

@@ -20,6 +20,7 @@ from ._transformer import RESULT_NAME
 
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
 ABORTED = "aborted"
+_BINDING_KEY = object()
 MAX_REPR_CHARS = 2_000
 
 
@@ -77,8 +78,14 @@ class BoundTool:
     __slots__ = ("_dispatch", "_name", "_parameters")
 
     def __init__(
-        self, name: str, parameters: tuple[str, ...], dispatch: Callable[..., Any]
+        self,
+        name: str,
+        parameters: tuple[str, ...],
+        dispatch: Callable[..., Any],
+        key: object = None,
     ) -> None:
+        if key is not _BINDING_KEY:
+            raise SecurityViolation("tools cannot be constructed from scripts")
         self._name = name
         self._parameters = parameters
         self._dispatch = dispatch
@@ -204,7 +211,7 @@ class Sandbox:
         scope = self.globals
         scope.update(self._run_globals(run))
         for name, parameters in tools.items():
-            scope[name] = BoundTool(name, parameters, self._call_tool)
+            scope[name] = BoundTool(name, parameters, self._call_tool, _BINDING_KEY)
         self._run = run
         error: BaseException | None = None
         value: JsonValue = None
@@ -241,6 +248,7 @@ class Sandbox:
             "_write_": guards.write,
             "_apply_": _apply,
             "_inplacevar_": guards.inplace,
+            "_add_": guards.add,
             "_mul_": guards.mul,
             "_pow_": guards.power,
             "_lshift_": guards.lshift,

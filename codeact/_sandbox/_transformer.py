@@ -69,6 +69,7 @@ FORBIDDEN_ATTRIBUTES = frozenset(
 )
 
 _GUARDED_BINOPS: dict[type[ast.operator], str] = {
+    ast.Add: "_add_",
     ast.Mult: "_mul_",
     ast.Pow: "_pow_",
     ast.LShift: "_lshift_",
@@ -128,7 +129,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> Any:
         node = self.node_contents_visit(node)
         guard = _GUARDED_BINOPS.get(type(node.op))
-        if guard is None:
+        if guard is None or (guard == "_add_" and _is_number(node.left, node.right)):
             return node
         call = ast.Call(func=ast.Name(guard, ast.Load()), args=[node.left, node.right], keywords=[])
         copy_locations(call, node)
@@ -177,6 +178,67 @@ class CodeActPolicy(RestrictingNodeTransformer):
         return replacement
 
     # Exceptions ---------------------------------------------------------------------
+
+    # ``return``, ``break`` or ``continue`` leaving a ``finally`` block discards the
+    # exception in flight (PEP 765), which would let a script swallow a limit.
+    _finally_depth = 0
+    _loop_depth_in_finally = 0
+
+    def visit_Try(self, node: ast.Try) -> Any:
+        for child in (*node.body, *node.handlers, *node.orelse):
+            self.visit(child)
+        outer = (self._finally_depth, self._loop_depth_in_finally)
+        self._finally_depth, self._loop_depth_in_finally = self._finally_depth + 1, 0
+        node.finalbody = [self.visit(child) for child in node.finalbody]
+        self._finally_depth, self._loop_depth_in_finally = outer
+        return node
+
+    def _visit_loop(self, node: ast.For | ast.While, visit: Any) -> Any:
+        self._loop_depth_in_finally += 1
+        try:
+            return visit(node)
+        finally:
+            self._loop_depth_in_finally -= 1
+
+    def visit_For(self, node: ast.For) -> Any:
+        return self._visit_loop(node, super().visit_For)
+
+    def visit_While(self, node: ast.While) -> Any:
+        return self._visit_loop(node, super().visit_While)
+
+    def _scope(self, node: Any, visit: Any) -> Any:
+        outer = (self._finally_depth, self._loop_depth_in_finally)
+        self._finally_depth, self._loop_depth_in_finally = 0, 0
+        try:
+            return visit(node)
+        finally:
+            self._finally_depth, self._loop_depth_in_finally = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        return self._scope(node, super().visit_FunctionDef)
+
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
+        return self._scope(node, super().visit_Lambda)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        return self._scope(node, super().visit_ClassDef)
+
+    def visit_Return(self, node: ast.Return) -> Any:
+        if self._finally_depth:
+            self.error(node, "return inside finally is not allowed (it would swallow exceptions).")
+        return super().visit_Return(node)
+
+    def visit_Break(self, node: ast.Break) -> Any:
+        if self._finally_depth and not self._loop_depth_in_finally:
+            self.error(node, "break out of finally is not allowed (it would swallow exceptions).")
+        return super().visit_Break(node)
+
+    def visit_Continue(self, node: ast.Continue) -> Any:
+        if self._finally_depth and not self._loop_depth_in_finally:
+            self.error(
+                node, "continue out of finally is not allowed (it would swallow exceptions)."
+            )
+        return super().visit_Continue(node)
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
         visited = super().visit_ExceptHandler(node)
@@ -262,6 +324,13 @@ _IOPERATORS: dict[type[ast.operator], str] = {
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
+
+
+def _is_number(*nodes: ast.expr) -> bool:
+    """A numeric literal on either side of ``+`` rules out sequence concatenation."""
+    return any(
+        isinstance(n, ast.Constant) and type(n.value) in (int, float, complex) for n in nodes
+    )
 
 
 def _is_super_call(node: ast.expr) -> bool:

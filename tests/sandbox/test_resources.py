@@ -1,0 +1,167 @@
+"""Resource attacks: each ends in CODE_RESOURCE_LIMIT within its deadline plus a second."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from codeact._sandbox import Limits
+
+from .conftest import Runner
+
+WALL = 1.0
+LIMITS = Limits(
+    wall_seconds=WALL,
+    cpu_seconds=WALL,
+    memory_bytes=256 * 1024 * 1024,
+    max_output_chars=10_000,
+    max_tool_calls=50,
+    max_source_chars=5_000,
+)
+
+LOOPS = {
+    "while-true": "while True:\n    pass",
+    "bare-except-swallow": "while True:\n    try:\n        while True:\n            pass\n    except:\n        pass",
+    "exception-swallow": "while True:\n    try:\n        while True:\n            pass\n    except Exception:\n        pass",
+    "finally-loop": "try:\n    while True:\n        pass\nfinally:\n    while True:\n        pass",
+    "with-exit-swallows": (
+        "class Quiet:\n    def __enter__(self):\n        return self\n"
+        "    def __exit__(self, *exc):\n        return True\n"
+        "while True:\n    with Quiet():\n        while True:\n            pass"
+    ),
+    "generator-loop": "def g():\n    while True:\n        yield 1\nfor _ in g():\n    pass",
+    "itertools-count-sum": "import itertools\nsum(itertools.count())",
+    "itertools-deque-drain": "import itertools, collections\ncollections.deque(itertools.count(), maxlen=0)",
+    "itertools-repeat": "import itertools\nfor _ in itertools.repeat(1):\n    pass",
+    "itertools-cycle-max": "import itertools\nmax(itertools.cycle([1, 2]))",
+    "itertools-product": "import itertools, collections\ncollections.deque(itertools.product(range(50), repeat=12), maxlen=0)",
+    "iter-callable-sentinel": "max(iter(int, 1))",
+    "counter-elements": "import collections\nsum(1 for _ in collections.Counter(a=10**15).elements())",
+    "huge-range-sum": "sum(range(10**15))",
+    "huge-range-list": "list(range(10**12))",
+    "any-over-huge-range": "any(x < 0 for x in range(10**15))",
+    "list-doubling": "x = [1]\nwhile True:\n    x = x + x",
+    "string-doubling-inplace": "s = 'x'\nwhile True:\n    s += s",
+    "dict-growth": "d = {}\ni = 0\nwhile True:\n    d[i] = 'x' * 100\n    i += 1",
+}
+
+BOMBS = {
+    "string-repeat": "'a' * 10**10",
+    "list-repeat": "[0] * 10**9",
+    "huge-power": "10 ** 10 ** 8",
+    "builtin-pow": "pow(10, 10**8)",
+    "huge-shift": "1 << 10**9",
+    "inplace-repeat": "s = 'ab'\ns *= 10**10",
+    "inplace-power": "n = 7\nn **= 10**9",
+    "huge-join": "' '.join(['x' * 10**6] * 10**3)",
+    "ljust": "'x'.ljust(10**10)",
+    "zfill": "'1'.zfill(10**10)",
+    "center": "'x'.center(10**10)",
+    "replace-growth": "('a' * 10**6).replace('a', 'b' * 10**3)",
+    "expandtabs": "('\\t' * 10**6).expandtabs(10**4)",
+    "bytes-alloc": "bytes(10**10)",
+    "bytearray-alloc": "bytearray(10**10)",
+    "format-width": "format(1, '>999999999')",
+    "factorial": "import math\nmath.factorial(10**7)",
+    "comb": "import math\nmath.comb(10**8, 10**7)",
+    "getrandbits": "import random\nrandom.getrandbits(10**10)",
+    "own-random-bits": "import random\nrandom.Random(1).getrandbits(10**10)",
+    "re-sub-growth": "import re\nre.sub('', 'x' * 10**4, 'y' * 10**5)",
+}
+
+
+def run_and_time(script: str) -> tuple[float, str | None, str]:
+    runner = Runner(LIMITS)
+    started = time.perf_counter()
+    outcome = runner(script)
+    elapsed = time.perf_counter() - started
+    assert outcome.error is not None, f"the script finished: {outcome.value!r}"
+    return elapsed, outcome.error.code, outcome.error.message
+
+
+@pytest.mark.parametrize("script", LOOPS.values(), ids=LOOPS.keys())
+def test_endless_work_is_stopped_within_its_deadline(script: str) -> None:
+    elapsed, code, message = run_and_time(script)
+    assert code == "CODE_RESOURCE_LIMIT", message
+    assert elapsed < WALL + 1.0
+    assert "limit" in message
+
+
+@pytest.mark.parametrize("script", BOMBS.values(), ids=BOMBS.keys())
+def test_memory_bombs_are_refused_before_they_allocate(script: str) -> None:
+    elapsed, code, message = run_and_time(script)
+    assert code == "CODE_RESOURCE_LIMIT", message
+    assert elapsed < 0.5  # refused up front, not after filling memory
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "def f():\n    try:\n        while True:\n            pass\n    finally:\n        return 1",
+        "while True:\n    try:\n        while True:\n            pass\n    finally:\n        continue",
+        "for _ in range(3):\n    try:\n        pass\n    finally:\n        break",
+    ],
+    ids=["return", "continue", "break"],
+)
+def test_leaving_finally_early_is_refused_since_it_would_swallow_a_limit(script: str) -> None:
+    outcome = Runner(LIMITS)(script)
+    assert outcome.error is not None and outcome.error.code == "CODE_SECURITY_VIOLATION"
+    assert "finally" in outcome.error.message
+
+
+def test_loops_inside_finally_may_still_break() -> None:
+    script = "try:\n    x = 1\nfinally:\n    for i in range(5):\n        if i == 2:\n            break\ni"
+    assert Runner(LIMITS)(script).value == 2
+
+
+def test_the_limit_that_was_hit_is_named() -> None:
+    _, _, wall = run_and_time("while True:\n    pass")
+    assert "time" in wall
+    cpu_bound = Runner(Limits(wall_seconds=5.0, cpu_seconds=0.3))
+    outcome = cpu_bound("while True:\n    pass")
+    assert outcome.error is not None and "CPU time" in outcome.error.message
+    _, _, size = run_and_time("'a' * 10**10")
+    assert "10,000,000,000 items" in size
+
+
+def test_recursion_ends_in_a_resource_limit_even_when_caught() -> None:
+    script = "def f():\n    try:\n        return f()\n    except RecursionError:\n        return f()\nf()"
+    _, code, message = run_and_time(script)
+    assert code == "CODE_RESOURCE_LIMIT"
+    assert "recursion" in message
+
+
+def test_output_flood_is_cut_and_reported() -> None:
+    runner = Runner(LIMITS)
+    outcome = runner("while True:\n    print('x' * 1000)")
+    assert outcome.error is not None and outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert "printed more than 10,000" in outcome.error.message
+    assert outcome.output.startswith("x" * 1000)
+    assert "output truncated" in outcome.output
+    assert len(outcome.output) < 10_200
+
+
+def test_tool_call_flood_is_stopped_at_the_limit() -> None:
+    runner = Runner(LIMITS)
+    outcome = runner("while True:\n    add(1, 2)")
+    assert outcome.error is not None and outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert "more than 50 tool calls" in outcome.error.message
+    assert len(outcome.tool_calls) == 50
+
+
+def test_source_size_is_bounded() -> None:
+    _, code, message = run_and_time("x = 1\n" * 2_000)
+    assert code == "CODE_RESOURCE_LIMIT"
+    assert "characters" in message
+
+
+def test_the_host_and_the_session_live_on_after_limits() -> None:
+    runner = Runner(LIMITS)
+    threads = threading.active_count()
+    for script in ("while True:\n    pass", "'a' * 10**10", "def f():\n    f()\nf()"):
+        assert runner(script).error is not None
+    outcome = runner("survivor = 40 + 2\nsurvivor")
+    assert outcome.value == 42
+    assert threading.active_count() <= threads + 1  # at most the watchdog was added

@@ -1,0 +1,244 @@
+"""Attacks on the sandbox, each asserting that nothing happened outside it.
+
+Every script tries to reach the host (the os module, a frame, a secret held by a
+tool, shared process state) and, if it got there, to create a marker file. Each
+test checks the run failed with the expected code, the marker does not exist,
+and the secret appears nowhere in what the script produced.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from codeact._sandbox import ScriptOutcome
+
+from .conftest import HOST_LOG, SECRET, SHARED_RESULT
+
+SEC = "CODE_SECURITY_VIOLATION"
+RUN = "CODE_RUNTIME_ERROR"
+LIMIT = "CODE_RESOURCE_LIMIT"
+
+# After an escape, this would create the marker file.
+TOUCH = "os.system('touch {marker}')"
+
+ATTACKS: list[tuple[str, str, str]] = [
+    # Class hierarchy walks
+    ("subclasses-walk", "[c for c in ().__class__.__bases__[0].__subclasses__()]", SEC),
+    ("getattr-class", "getattr((), '__class__')", SEC),
+    ("getattr-built-name", "getattr((), '__cl' + 'ass__')", SEC),
+    ("type-mro", "type(()).mro()", SEC),
+    ("getattr-mro", "getattr(type(()), 'mro')()", SEC),
+    ("object-subclasses", "object.__subclasses__()", SEC),
+    ("type-subclasses-call", "type.__subclasses__(object)", SEC),
+    ("int-base", "int.__base__", SEC),
+    ("hasattr-dunder", "hasattr(1, '__class__')", SEC),
+    ("type-three-args", "type('X', (), {'y': 1})", SEC),
+    ("metaclass-subclass-type", "class M(type):\n    pass", SEC),
+    ("metaclass-keyword", "class X(metaclass=type):\n    pass", SEC),
+    # Format strings
+    ("format-class", "'{0.__class__.__base__}'.format(1)", SEC),
+    ("format-globals", "def f():\n    pass\n'{0.__globals__}'.format(f)", SEC),
+    ("format-map", "'{a.__init__.__globals__}'.format_map({'a': 1})", SEC),
+    ("format-type-level", "str.format('{0.__class__}', 1)", SEC),
+    ("format-gi-frame", "def g():\n    yield 1\n'{0.gi_frame}'.format(g())", SEC),
+    ("string-formatter", "import string\nstring.Formatter().format('{0.__class__}', 1)", SEC),
+    (
+        "string-formatter-vformat",
+        "import string\nstring.Formatter().vformat('{0.__dict__}', (1,), {})",
+        SEC,
+    ),
+    ("userstring", "import collections\ncollections.UserString('{0.__class__}').format(1)", RUN),
+    ("super-format", "super(str, 'x').format('{0.__class__}', 1)", SEC),
+    ("format-width-bomb", "'{:>999999999}'.format(1)", LIMIT),
+    ("fstring-width-bomb", "w = 999999999\nf'{1:>{w}}'", LIMIT),
+    ("percent-width-bomb", "'%0999999999d' % 1", LIMIT),
+    ("percent-star-bomb", "'%*d' % (999999999, 1)", LIMIT),
+    # Frames, generators, tracebacks, code
+    ("generator-frame", "def g():\n    yield 1\ng().gi_frame", SEC),
+    ("generator-frame-getattr", "def g():\n    yield 1\ngetattr(g(), 'gi_frame')", SEC),
+    ("generator-code", "def g():\n    yield 1\ng().gi_code", SEC),
+    ("generator-yieldfrom", "def g():\n    yield 1\ng().gi_yieldfrom", SEC),
+    ("traceback", "try:\n    1/0\nexcept Exception as e:\n    e.__traceback__.tb_frame", SEC),
+    (
+        "traceback-getattr",
+        "try:\n    1/0\nexcept Exception as e:\n    getattr(e, '__traceback__')",
+        SEC,
+    ),
+    ("exception-context", "try:\n    1/0\nexcept Exception as e:\n    e.__context__", SEC),
+    ("function-code", "def f():\n    pass\nf.__code__", SEC),
+    ("function-globals", "def f():\n    pass\ngetattr(f, '__globals__')", SEC),
+    ("closure-cells", "def outer():\n    x = 1\n    return lambda: x\nouter().__closure__", SEC),
+    (
+        "closure-getattr",
+        "def outer():\n    x = 1\n    return lambda: x\ngetattr(outer(), '__closure__')",
+        SEC,
+    ),
+    ("attributeerror-obj", "try:\n    (1).nope\nexcept AttributeError as e:\n    e.obj", SEC),
+    (
+        "attributeerror-obj-getattr",
+        "try:\n    (1).nope\nexcept AttributeError as e:\n    getattr(e, 'obj')",
+        SEC,
+    ),
+    ("except-star", "try:\n    pass\nexcept* ValueError:\n    pass", SEC),
+    (
+        "match-class-frame",
+        "def g():\n    yield 1\nmatch g():\n    case object(gi_frame=f):\n        f",
+        SEC,
+    ),
+    ("match-class-dunder", "match 1:\n    case object(__class__=c):\n        c", SEC),
+    # Guard-name shadowing (RestrictedPython advisories)
+    ("posonly-shadows-getattr", "def f(_getattr_, /):\n    return (1).real\nf(getattr)", SEC),
+    ("kwonly-shadows-write", "def f(*, _write_=None):\n    pass", SEC),
+    ("lambda-shadows-getattr", "(lambda _getattr_: (1).real)(print)", SEC),
+    ("assign-guard-name", "_getattr_ = getattr", SEC),
+    ("builtins-name", "__builtins__", SEC),
+    # Imports and modules that re-export the host
+    ("import-os", f"import os\n{TOUCH}", SEC),
+    ("import-sys", "import sys\nsys.modules", SEC),
+    ("from-import-os", "from os import system", SEC),
+    ("dunder-import", "__import__('os')", SEC),
+    ("importlib", "import importlib", SEC),
+    ("relative-import", "from . import x", SEC),
+    ("json-codecs", "import json\njson.codecs", RUN),
+    ("json-decoder-module", "from json import decoder", RUN),
+    ("datetime-sys", f"import datetime\ndatetime.sys.modules['os'].{TOUCH[3:]}", RUN),
+    ("re-enum", "import re\nre.enum", RUN),
+    ("re-sre-compile", "import re\nre._compiler", SEC),
+    ("statistics-sys", "import statistics\nstatistics.sys", RUN),
+    ("random-os", "import random\nrandom._os", SEC),
+    ("typing-get-type-hints", "import typing\ntyping.get_type_hints", RUN),
+    ("typing-sys", "import typing\ntyping.sys", RUN),
+    ("functools-update-wrapper", "import functools\nfunctools.update_wrapper", RUN),
+    ("copy-copyreg", "import copy\ncopy.copyreg", RUN),
+    ("facade-private", "import json\ngetattr(json, '_members')", SEC),
+    ("uuid-getnode", "import uuid\nuuid.getnode()", RUN),
+    ("decimal-context-emax", "import decimal\ndecimal.localcontext(Emax=10**18)", LIMIT),
+    # Builtins that are not there
+    ("open", "open('/etc/passwd').read()", RUN),
+    ("eval", "eval('1')", SEC),
+    ("exec", "exec('1')", SEC),
+    ("compile", "compile('1', 'x', 'exec')", RUN),
+    ("globals", "globals()", RUN),
+    ("vars", "vars()", RUN),
+    ("breakpoint", "breakpoint()", SEC),
+    ("system-exit", "raise SystemExit(0)", RUN),
+    ("base-exception", "raise BaseException('x')", RUN),
+    ("keyboard-interrupt", "raise KeyboardInterrupt", RUN),
+    ("exit", "exit()", RUN),
+    # Descriptors, metaclasses and dunders that run later in the host
+    ("descriptor-get", "class D:\n    def __get__(self, obj, kind):\n        return 1", SEC),
+    ("del-method", "class D:\n    def __del__(self):\n        pass", SEC),
+    ("getattribute", "class D:\n    def __getattribute__(self, name):\n        return 1", SEC),
+    ("init-subclass", "class D:\n    def __init_subclass__(cls):\n        pass", SEC),
+    ("reduce", "class D:\n    def __reduce__(self):\n        return (print, ('x',))", SEC),
+    ("class-dunder-attribute", "class D:\n    __slots__ = ()", SEC),
+    ("super-with-args-dunder", "super(int, 1).__init__()", SEC),
+    ("property-fget", "p = property(lambda self: 1)\np.fget", SEC),
+    ("staticmethod-func", "s = staticmethod(len)\ns.__func__", SEC),
+    # Writes to what the host owns
+    ("write-facade", "import json\njson.dumps = print", SEC),
+    ("setattr-facade", "import math\nsetattr(math, 'pi', 3)", SEC),
+    ("write-builtin-type", "str.upper = len", SEC),
+    ("write-bound-tool", "add.x = 1", SEC),
+    ("print-to-file", "import json\nprint('x', file=json)", SEC),
+    # Bound tools expose nothing of the host
+    ("tool-private-attr", "add._dispatch", SEC),
+    ("tool-private-getattr", "getattr(add, '_dispatch')", SEC),
+    ("tool-public-attr", "getattr(add, 'name')", SEC),
+    ("tool-construct", "type(add)('x', (), print)('leak')", SEC),
+    ("tool-format", "'{0._dispatch}'.format(add)", SEC),
+    ("tool-deepcopy", "import copy\ncopy.deepcopy(add)._dispatch", SEC),
+]
+
+
+def _assert_contained(outcome: ScriptOutcome, marker: Path) -> None:
+    assert not marker.exists()
+    assert SECRET not in repr(outcome)
+
+
+@pytest.mark.parametrize(("attack", "script", "code"), ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_attack_is_refused(
+    run: Callable[[str], ScriptOutcome], marker: Path, attack: str, script: str, code: str
+) -> None:
+    modules_before = set(sys.modules)
+    outcome = run(script.replace("{marker}", str(marker)))
+    assert outcome.error is not None, f"{attack} succeeded: {outcome.value!r}"
+    assert outcome.error.code == code, outcome.error
+    _assert_contained(outcome, marker)
+    assert {"os", "subprocess"} & (set(sys.modules) - modules_before) == set()
+
+
+def test_there_are_at_least_sixty_attacks() -> None:
+    assert len(ATTACKS) >= 60
+
+
+def test_seeding_random_never_touches_the_host_generator(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    state = random.getstate()
+    outcome = run("import random\nrandom.seed(42)\n[random.random() for _ in range(3)]")
+    assert outcome.ok
+    assert random.getstate() == state
+    again = run("import random\nrandom.seed(42)\n[random.random() for _ in range(3)]")
+    assert again.value == outcome.value
+
+
+def test_a_rigged_str_subclass_reaches_the_tool_as_a_plain_str(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    script = (
+        "class Sly(str):\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    def __hash__(self):\n"
+        "        return 0\n"
+        "record(Sly('hello'))"
+    )
+    outcome = run(script)
+    assert outcome.value == "str"
+    assert [type(x) for x in HOST_LOG] == [str]
+    assert HOST_LOG == ["hello"]
+
+
+def test_objects_with_host_side_hooks_cannot_be_passed_to_tools(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    outcome = run("class Loud:\n    def __str__(self):\n        return 'x'\nrecord(Loud())")
+    assert outcome.error is not None and outcome.error.code == RUN
+    assert "not JSON" in outcome.error.message
+    assert HOST_LOG == []
+
+
+def test_mutating_a_tool_result_leaves_the_host_value_alone(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    outcome = run("values = shared()\nvalues.append(99)\nvalues[0] = -1\nvalues")
+    assert outcome.value == [-1, 2, 3, 99]
+    assert SHARED_RESULT == [1, 2, 3]
+
+
+def test_a_script_object_as_result_becomes_its_repr_inside_the_sandbox(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    outcome = run(
+        "class Odd:\n    def __repr__(self):\n        return 'Odd!'\n    def __eq__(self, o):\n        return True\nOdd()"
+    )
+    assert outcome.value == "Odd!"
+    assert type(outcome.value) is str
+
+
+def test_raising_system_exit_leaves_the_host_running(run: Callable[[str], ScriptOutcome]) -> None:
+    outcome = run(
+        "try:\n    raise SystemExit(3)\nexcept NameError:\n    r = 'no SystemExit here'\nr"
+    )
+    assert outcome.value == "no SystemExit here"
+
+
+def test_the_sandbox_never_imports_os_for_a_script(run: Callable[[str], ScriptOutcome]) -> None:
+    outcome = run("import datetime\ndatetime.datetime.strptime('2024-03-01', '%Y-%m-%d').month")
+    assert outcome.value == 3
