@@ -31,9 +31,9 @@ import re
 import statistics
 import string
 import textwrap
+import types
 import typing
 import unicodedata
-import types
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any

@@ -79,9 +79,9 @@ class Guards:
     # Size-guarded operators -----------------------------------------------------------
 
     def add(self, a: Any, b: Any) -> Any:
-        if type(a) is not int and type(a) is not float and isinstance(a, _SEQUENCES):
-            if isinstance(b, _SEQUENCES):
-                self._check_items(len(a) + len(b))
+        kind = type(a)
+        if kind is not int and kind is not float and isinstance(a, _SEQUENCES):
+            self._check_concat(a, b)
         return a + b
 
     def mul(self, a: Any, b: Any) -> Any:
@@ -108,8 +108,8 @@ class Guards:
 
     def inplace(self, op: str, a: Any, b: Any) -> Any:
         if op == "+=":
-            if type(a) is not int and isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
-                self._check_items(len(a) + len(b))
+            if type(a) is not int and isinstance(a, _SEQUENCES):
+                self._check_concat(a, b)
         elif op == "*=":
             self._check_mul(a, b)
         elif op == "**=":
@@ -175,6 +175,10 @@ class Guards:
         return separator.join(parts)
 
     # Helpers ---------------------------------------------------------------------------
+
+    def _check_concat(self, a: Any, b: Any) -> None:
+        if isinstance(b, _SEQUENCES):
+            self._check_items(len(a) + len(b))
 
     def _check_mul(self, a: Any, b: Any) -> None:
         if type(a) is int and type(b) is int:
@@ -373,7 +377,7 @@ class ScriptClassFactory:
 def _unswallowing_exit(exit_method: Callable[..., Any]) -> Callable[..., Any]:
     """A script's ``__exit__`` may suppress its own errors, never a limit or a stop."""
 
-    def __exit__(self: Any, kind: Any, error: Any, traceback: Any) -> Any:  # noqa: N807
+    def __exit__(self: Any, kind: Any, error: Any, traceback: Any) -> Any:
         suppress = exit_method(self, kind, error, traceback)
         return suppress and not isinstance(error, SandboxStop)
 

@@ -72,7 +72,7 @@ class Runner:
 @pytest.fixture
 def run() -> Iterator[Callable[[str], ScriptOutcome]]:
     HOST_LOG.clear()
-    yield Runner()
+    return Runner()
 
 
 @pytest.fixture

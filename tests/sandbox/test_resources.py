@@ -107,7 +107,8 @@ def test_memory_bombs_are_refused_before_they_allocate(script: str) -> None:
 )
 def test_leaving_finally_early_is_refused_since_it_would_swallow_a_limit(script: str) -> None:
     outcome = Runner(LIMITS)(script)
-    assert outcome.error is not None and outcome.error.code == "CODE_SECURITY_VIOLATION"
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_SECURITY_VIOLATION"
     assert "finally" in outcome.error.message
 
 
@@ -121,7 +122,8 @@ def test_the_limit_that_was_hit_is_named() -> None:
     assert "time" in wall
     cpu_bound = Runner(Limits(wall_seconds=5.0, cpu_seconds=0.3))
     outcome = cpu_bound("while True:\n    pass")
-    assert outcome.error is not None and "CPU time" in outcome.error.message
+    assert outcome.error is not None
+    assert "CPU time" in outcome.error.message
     _, _, size = run_and_time("'a' * 10**10")
     assert "10,000,000,000 items" in size
 
@@ -136,7 +138,8 @@ def test_recursion_ends_in_a_resource_limit_even_when_caught() -> None:
 def test_output_flood_is_cut_and_reported() -> None:
     runner = Runner(LIMITS)
     outcome = runner("while True:\n    print('x' * 1000)")
-    assert outcome.error is not None and outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT"
     assert "printed more than 10,000" in outcome.error.message
     assert outcome.output.startswith("x" * 1000)
     assert "output truncated" in outcome.output
@@ -146,7 +149,8 @@ def test_output_flood_is_cut_and_reported() -> None:
 def test_tool_call_flood_is_stopped_at_the_limit() -> None:
     runner = Runner(LIMITS)
     outcome = runner("while True:\n    add(1, 2)")
-    assert outcome.error is not None and outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT"
     assert "more than 50 tool calls" in outcome.error.message
     assert len(outcome.tool_calls) == 50
 

@@ -209,7 +209,8 @@ def test_objects_with_host_side_hooks_cannot_be_passed_to_tools(
     run: Callable[[str], ScriptOutcome],
 ) -> None:
     outcome = run("class Loud:\n    def __str__(self):\n        return 'x'\nrecord(Loud())")
-    assert outcome.error is not None and outcome.error.code == RUN
+    assert outcome.error is not None
+    assert outcome.error.code == RUN
     assert "not JSON" in outcome.error.message
     assert HOST_LOG == []
 
