@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType
 
@@ -11,6 +15,8 @@ from ._transformer import CodeActPolicy
 
 SCRIPT_FILENAME = "<script>"
 COMPILE_CACHE_SIZE = 512
+TRANSFORM_RECURSION_LIMIT = 6_000
+_RECURSION_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -53,7 +59,8 @@ def compile_script(source: str, allowed_modules: frozenset[str]) -> CompiledScri
         return CompiledScript(syntax_error=f"the script cannot be parsed: {error}")
     policy = type("ScriptPolicy", (_Policy,), {"allowed_modules": allowed_modules})()
     try:
-        policy.visit(tree)
+        with _deeper_recursion():
+            policy.visit(tree)
     except RecursionError:
         return CompiledScript(syntax_error="the script is nested too deeply to compile")
     if policy.errors:
@@ -62,6 +69,18 @@ def compile_script(source: str, allowed_modules: frozenset[str]) -> CompiledScri
         return CompiledScript(code=compile(tree, SCRIPT_FILENAME, "exec", dont_inherit=True))
     except (SyntaxError, ValueError, RecursionError) as error:
         return CompiledScript(syntax_error=f"the script cannot be compiled: {error}")
+
+
+@contextlib.contextmanager
+def _deeper_recursion() -> Iterator[None]:
+    """The transformer recurses a few frames per AST level: a 300-term sum needs room."""
+    with _RECURSION_LOCK:
+        previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(previous, TRANSFORM_RECURSION_LIMIT))
+        try:
+            yield
+        finally:
+            sys.setrecursionlimit(previous)
 
 
 def describe_syntax_error(error: SyntaxError) -> str:

@@ -14,9 +14,10 @@ from typing import Any
 from ._errors import LimitExceeded, SandboxStop, SecurityViolation
 from ._limits import Limits
 from ._ownership import SCRIPT_CLASSES, is_readable, is_script_class, is_writable
-from ._transformer import FORBIDDEN_ATTRIBUTES, SCRIPT_DUNDERS
+from ._transformer import FORBIDDEN_ATTRIBUTES, READABLE_DUNDERS, SCRIPT_DUNDERS, is_private_name
 
 _MISSING = object()
+_PLAIN = (list, dict, set, bytearray)
 _SEQUENCES = (str, bytes, bytearray, list, tuple)
 _PERCENT_SPEC = re.compile(rb"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 _FORMAT_NUMBERS = re.compile(r"\d+")
@@ -36,11 +37,11 @@ class Guards:
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
         if name[:1] == "_":
-            if name in SCRIPT_DUNDERS and type(obj) is super and _super_of_script(obj):
-                return getattr(obj, name)
-            raise SecurityViolation(f"access to the private attribute {name!r} is not allowed")
+            return self._private_getattr(obj, name, default)
         if name in FORBIDDEN_ATTRIBUTES:
             raise SecurityViolation(f"access to the attribute {name!r} is not allowed")
+        if type(obj) is super and _super_of_script(obj):
+            return getattr(obj, name)
         if not is_readable(obj):
             kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
             raise SecurityViolation(f"attributes of {kind} objects are not accessible from scripts")
@@ -51,6 +52,18 @@ class Guards:
         if default is _MISSING:
             return getattr(obj, name)
         return getattr(obj, name, default)
+
+    def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
+        if name in READABLE_DUNDERS:
+            value = getattr(obj, name, None)
+            if value is None or isinstance(value, str):
+                return value
+        elif type(obj) is super and _super_of_script(obj):
+            if name in SCRIPT_DUNDERS or is_private_name(name):
+                return getattr(obj, name)
+        elif is_private_name(name) and is_writable(obj) and not isinstance(obj, _PLAIN):
+            return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        raise SecurityViolation(f"access to the private attribute {name!r} is not allowed")
 
     def hasattr(self, obj: Any, name: str) -> bool:
         try:
@@ -67,7 +80,12 @@ class Guards:
         raise SecurityViolation(f"{kind} objects cannot be modified from scripts")
 
     def setattr(self, obj: Any, name: str, value: Any) -> None:
-        if type(name) is not str or name[:1] == "_" or name in FORBIDDEN_ATTRIBUTES:
+        private = type(name) is str and is_private_name(name)
+        if (
+            type(name) is not str
+            or (name[:1] == "_" and not private)
+            or name in FORBIDDEN_ATTRIBUTES
+        ):
             raise SecurityViolation(f"setting the attribute {name!r} is not allowed")
         setattr(self.write(obj), name, value)
 

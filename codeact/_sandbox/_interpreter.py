@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -22,6 +23,7 @@ ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
 ABORTED = "aborted"
 _BINDING_KEY = object()
 MAX_REPR_CHARS = 2_000
+MAX_RESULT_DEPTH = 50
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -244,7 +246,6 @@ class Sandbox:
         return {
             "_getattr_": guards.getattr,
             "_getitem_": _getitem,
-            "_getiter_": iter,
             "_write_": guards.write,
             "_apply_": _apply,
             "_inplacevar_": guards.inplace,
@@ -262,12 +263,7 @@ class Sandbox:
     def _result(self, scope: dict[str, Any]) -> JsonValue:
         if RESULT_NAME not in scope:
             return None
-        value = scope[RESULT_NAME]
-        try:
-            return detach(value)
-        except (NotJsonError, RecursionError):
-            text = repr(value)
-            return text if len(text) <= MAX_REPR_CHARS else text[:MAX_REPR_CHARS] + "..."
+        return plain_result(scope[RESULT_NAME])
 
     def _print(self, run: _Run, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if kwargs.get("file") is not None:
@@ -383,6 +379,31 @@ class Sandbox:
             source_line=source_line,
             hint=hint,
         )
+
+
+def plain_result(value: Any, depth: int = 0) -> JsonValue:
+    """A script's value as plain JSON, leaf by leaf; what has no JSON form becomes its repr.
+
+    Runs inside the sandbox, under the run's limits, so a script's ``__repr__``
+    never runs in the host.
+    """
+    kind = type(value)
+    if value is None or kind in (bool, int, str) or (kind is float and math.isfinite(value)):
+        return detach(value)
+    if depth < MAX_RESULT_DEPTH:
+        if kind in (list, tuple):
+            return [plain_result(item, depth + 1) for item in value]
+        if kind is dict:
+            return {
+                key if type(key) is str else _short_repr(key): plain_result(item, depth + 1)
+                for key, item in value.items()
+            }
+    return _short_repr(value)
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_REPR_CHARS else text[:MAX_REPR_CHARS] + "..."
 
 
 def _getitem(obj: Any, key: Any) -> Any:

@@ -30,6 +30,9 @@ from RestrictedPython.transformer import (
 
 RESULT_NAME = "_codeact_result_"
 
+# Read-only dunder attributes that are plain strings: scripts use them in messages.
+READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
+
 # Dunder methods a script class may define: each is called only by script code or
 # inside the sandbox (results are converted to plain data before leaving it).
 SCRIPT_DUNDERS = frozenset(
@@ -104,13 +107,38 @@ class CodeActPolicy(RestrictingNodeTransformer):
         # Methods (indented defs) may use the curated dunders; nothing else may.
         if allow_magic_methods and name in SCRIPT_DUNDERS and node.col_offset != 0:
             return
+        if name is not None and is_private_name(name):
+            return
         super().check_name(node, name, allow_magic_methods=allow_magic_methods)
+
+    # Iteration and unpacking: left as CPython compiles them (see the module docstring).
+
+    def guard_iter(self, node: Any) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_With(self, node: ast.With) -> Any:
+        return self.node_contents_visit(node)
 
     # Attributes ---------------------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         if node.attr in FORBIDDEN_ATTRIBUTES:
             self.error(node, f'"{node.attr}" is a restricted attribute.')
+        readable_dunder = node.attr in READABLE_DUNDERS and isinstance(node.ctx, ast.Load)
+        if is_private_name(node.attr) or readable_dunder:
+            # A script's own _private attributes, and __name__-like strings: the guard
+            # decides at run time (private names only on the script's own objects).
+            node = self.node_contents_visit(node)
+            if isinstance(node.ctx, ast.Load):
+                call = _call("_getattr_", node.value, ast.Constant(node.attr))
+                copy_locations(call, node)
+                return call
+            node.value = _call("_write_", node.value)
+            copy_locations(node.value, node)
+            return node
         if node.attr in SCRIPT_DUNDERS and _is_super_call(node.value):
             # super().__init__(...) and friends: read through the guard, which checks
             # that the super object belongs to a script class.
@@ -252,6 +280,10 @@ class CodeActPolicy(RestrictingNodeTransformer):
         node.body.insert(0, check)
         return node
 
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        # ``x: int = 1``: the target and value go through the usual checks and guards.
+        return self.node_contents_visit(node)
+
     # match --------------------------------------------------------------------------
 
     def visit_Match(self, node: ast.Match) -> Any:
@@ -326,6 +358,17 @@ def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
 
 
+def is_private_name(name: str) -> bool:
+    """``_name``: a script's own private name, never a dunder, a guard or a temporary."""
+    return (
+        len(name) > 1
+        and name[0] == "_"
+        and name[1] != "_"
+        and not name.endswith("_")
+        and not (name.startswith("_tmp") and name[4:].isdigit())
+    )
+
+
 def _is_number(*nodes: ast.expr) -> bool:
     """A numeric literal on either side of ``+`` rules out sequence concatenation."""
     return any(
@@ -343,4 +386,11 @@ def _is_super_call(node: ast.expr) -> bool:
     )
 
 
-__all__ = ["FORBIDDEN_ATTRIBUTES", "RESULT_NAME", "SCRIPT_DUNDERS", "CodeActPolicy"]
+__all__ = [
+    "FORBIDDEN_ATTRIBUTES",
+    "READABLE_DUNDERS",
+    "RESULT_NAME",
+    "SCRIPT_DUNDERS",
+    "CodeActPolicy",
+    "is_private_name",
+]
