@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import dispatch
+from . import dispatch, interpreter
 
-for module in (dispatch,):
+for module in (dispatch, interpreter):
     module.main()
     print()

@@ -14,6 +14,8 @@ from ._json import JsonValue, thaw
 from ._results import ToolExecutionResult
 from ._sandbox import Limits, Sandbox, ScriptOutcome
 
+ABORT_GRACE_SECONDS = 2.0
+
 AsyncToolCaller = Callable[[str, dict[str, JsonValue]], Awaitable[ToolExecutionResult]]
 
 
@@ -79,6 +81,8 @@ class InProcessExecutor:
             return await anyio.to_thread.run_sync(run_script, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
             sandbox.abort()
+            with anyio.CancelScope(shield=True):  # let the script unwind before we go on
+                await anyio.to_thread.run_sync(sandbox.wait_idle, ABORT_GRACE_SECONDS)
             raise
 
     async def reset(self, session: str) -> None:

@@ -13,8 +13,20 @@ from typing import Any
 
 from ._errors import LimitExceeded, SandboxStop, SecurityViolation
 from ._limits import Limits
-from ._ownership import SCRIPT_CLASSES, is_readable, is_script_class, is_writable
-from ._transformer import FORBIDDEN_ATTRIBUTES, READABLE_DUNDERS, SCRIPT_DUNDERS, is_private_name
+from ._ownership import (
+    SCRIPT_CLASSES,
+    WRITABLE_TYPES,
+    is_readable,
+    is_script_class,
+    is_writable,
+)
+from ._transformer import (
+    FORBIDDEN_ATTRIBUTES,
+    GUARDED_ATTRIBUTES,
+    READABLE_DUNDERS,
+    SCRIPT_DUNDERS,
+    is_private_name,
+)
 
 _MISSING = object()
 _PLAIN = (list, dict, set, bytearray)
@@ -45,7 +57,7 @@ class Guards:
         if not is_readable(obj):
             kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
             raise SecurityViolation(f"attributes of {kind} objects are not accessible from scripts")
-        if name in _STRING_METHODS and isinstance(obj, str | bytes | bytearray | type):
+        if name in GUARDED_ATTRIBUTES and isinstance(obj, str | bytes | bytearray | type):
             guarded = self._string_method(obj, name)
             if guarded is not None:
                 return guarded
@@ -96,11 +108,20 @@ class Guards:
 
     # Size-guarded operators -----------------------------------------------------------
 
-    def add(self, a: Any, b: Any) -> Any:
-        kind = type(a)
-        if kind is not int and kind is not float and isinstance(a, _SEQUENCES):
-            self._check_concat(a, b)
-        return a + b
+    def method(self, obj: Any, name: str, /, *args: Any, **kwargs: Any) -> Any:
+        """``obj.name(*args)`` for the guarded names, checked in one call."""
+        kind = type(obj)
+        if kind is str or kind is bytes or kind is bytearray:
+            if name == "join" and len(args) == 1 and not kwargs:
+                return self.join(obj, args[0])
+            if name == "replace" and len(args) >= 2:
+                self._check_replace(obj, args[0], args[1])
+            elif name in ("format", "format_map"):
+                return self.getattr(obj, name)(*args, **kwargs)
+            elif name != "replace":
+                self._check_width(obj, name, args, kwargs)
+            return getattr(obj, name)(*args, **kwargs)
+        return self.getattr(obj, name)(*args, **kwargs)
 
     def mul(self, a: Any, b: Any) -> Any:
         kind_a, kind_b = type(a), type(b)
@@ -185,10 +206,11 @@ class Guards:
         return type(obj)
 
     def join(self, separator: Any, items: Iterable[Any]) -> Any:
-        parts = list(items)
-        total = len(separator) * max(len(parts) - 1, 0)
-        for part in parts:
-            total += len(part) if isinstance(part, _SEQUENCES) else 0
+        parts = items if type(items) is list or type(items) is tuple else list(items)
+        try:
+            total = sum(map(len, parts)) + len(separator) * max(len(parts) - 1, 0)
+        except TypeError:  # a part with no length: join itself will say what is wrong
+            return separator.join(parts)
         self._check_items(total)
         return separator.join(parts)
 
@@ -260,26 +282,24 @@ class Guards:
             return functools.partial(getattr(self.formatter, name), obj)
         if isinstance(obj, type):
             return None
-        if name == "join":
-            return lambda items: self.join(obj, items)
-        method = getattr(obj, name)
-        limit = self.limits.max_sequence_items
+        return functools.partial(self.method, obj, name)
 
-        def sized(*args: Any, **kwargs: Any) -> Any:
-            width = args[0] if args else kwargs.get("width", kwargs.get("tabsize", 0))
-            if name == "replace" and len(args) >= 2:
-                width = len(obj) * max(len(args[1]), 1)
-            if isinstance(width, int) and width > limit:
-                raise LimitExceeded("sequence size")
-            if (
-                name == "expandtabs"
-                and isinstance(width, int)
-                and width * obj.count("\t" if isinstance(obj, str) else b"\t") > limit
-            ):
-                raise LimitExceeded("sequence size")
-            return method(*args, **kwargs)
+    def _check_replace(self, text: Any, old: Any, new: Any) -> None:
+        if isinstance(old, str | bytes) and isinstance(new, str | bytes) and len(new) > len(old):
+            pieces = len(text) // max(len(old), 1) + 1
+            self._check_items(len(text) + pieces * (len(new) - len(old)))
 
-        return sized if name in _SIZED_METHODS else None
+    def _check_width(
+        self, text: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        width = args[0] if args else kwargs.get("width", kwargs.get("tabsize", 8))
+        if not isinstance(width, int):
+            return
+        if name == "expandtabs":
+            tab = "\t" if isinstance(text, str) else b"\t"
+            self._check_items(len(text) + width * text.count(tab))
+        else:
+            self._check_items(width)
 
 
 class SafeFormatter(string.Formatter):
@@ -350,6 +370,32 @@ class LongRange:
 
     def index(self, value: int) -> int:
         return self._span.index(value)
+
+
+def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
+    """The hot guards as closures with a fast path first: they run inside loops."""
+    max_bits = guards.limits.max_int_bits
+    writable = WRITABLE_TYPES
+    slow_mul, slow_mod, slow_write = guards.mul, guards.mod, guards.write
+
+    def mul(a: Any, b: Any) -> Any:
+        if type(a) is int and type(b) is int:
+            if a.bit_length() + b.bit_length() > max_bits:
+                raise LimitExceeded("integer size")
+            return a * b
+        return slow_mul(a, b)
+
+    def mod(a: Any, b: Any) -> Any:
+        if type(a) is int:
+            return a % b
+        return slow_mod(a, b)
+
+    def write(obj: Any) -> Any:
+        if type(obj) in writable:
+            return obj
+        return slow_write(obj)
+
+    return {"_mul_": mul, "_mod_": mod, "_write_": write}
 
 
 def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
@@ -427,11 +473,6 @@ def _super_of_script(obj: super) -> bool:
 def _formatter_field_name_split(field_name: str) -> tuple[Any, Iterator[tuple[bool, Any]]]:
     return _string.formatter_field_name_split(field_name)  # type: ignore[no-any-return]
 
-
-_STRING_METHODS = frozenset(
-    {"format", "format_map", "ljust", "rjust", "center", "zfill", "expandtabs", "replace", "join"}
-)
-_SIZED_METHODS = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs", "replace"})
 
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
     "+=": operator.iadd,

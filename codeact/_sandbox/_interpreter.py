@@ -15,7 +15,7 @@ from .._json import JsonValue, NotJsonError, detach
 from ._builtins import safe_builtins
 from ._compiler import SCRIPT_FILENAME, compile_script
 from ._errors import LimitExceeded, LimitInterrupt, SandboxStop, SecurityViolation
-from ._guards import Guards, reraise_limits, script_class_factory
+from ._guards import Guards, operator_guards, reraise_limits, script_class_factory
 from ._limits import WATCHDOG, Limits, RunMonitor
 from ._transformer import RESULT_NAME
 
@@ -133,6 +133,7 @@ class Sandbox:
             if name in self.modules
         }
         self._builtins = safe_builtins(self.guards, self._import)
+        self._operator_guards = operator_guards(self.guards)
         self._run: _Run | None = None
         self._lock = threading.Lock()
         self.globals: dict[str, Any] = {}
@@ -200,6 +201,13 @@ class Sandbox:
         if run is not None and run.monitor is not None and not run.monitor.finished:
             run.monitor.trip(ABORTED)
 
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no script runs here (True), or ``timeout`` passes (False)."""
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        self._lock.release()
+        return True
+
     # Running ----------------------------------------------------------------------------
 
     def _execute(
@@ -245,19 +253,17 @@ class Sandbox:
         guards = self.guards
         return {
             "_getattr_": guards.getattr,
-            "_getitem_": _getitem,
-            "_write_": guards.write,
             "_apply_": _apply,
             "_inplacevar_": guards.inplace,
-            "_add_": guards.add,
-            "_mul_": guards.mul,
+            "_method_": guards.method,
             "_pow_": guards.power,
             "_lshift_": guards.lshift,
-            "_mod_": guards.mod,
             "_format_spec_": guards.format_spec,
             "_reraise_limits_": reraise_limits,
             "_print_": lambda *args, **kwargs: self._print(run, args, kwargs),
             "__metaclass__": script_class_factory(),
+            "_int_": int,
+            **self._operator_guards,
         }
 
     def _result(self, scope: dict[str, Any]) -> JsonValue:
@@ -404,10 +410,6 @@ def plain_result(value: Any, depth: int = 0) -> JsonValue:
 def _short_repr(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= MAX_REPR_CHARS else text[:MAX_REPR_CHARS] + "..."
-
-
-def _getitem(obj: Any, key: Any) -> Any:
-    return obj[key]
 
 
 def _apply(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -104,7 +104,8 @@ class Watchdog:
             try:
                 while self._inspecting is run:
                     time.sleep(0)
-                clear_interrupt(run.thread_id)
+                if run.tripped is not None:
+                    drain_interrupt(run.thread_id)
                 return
             except LimitInterrupt:  # delivered late; no lock is held, so try again
                 continue
@@ -137,25 +138,60 @@ class Watchdog:
 WATCHDOG = Watchdog()
 
 
-def interrupt(thread_id: int) -> None:
-    """Raise LimitInterrupt in ``thread_id`` at its next bytecode boundary."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(thread_id), ctypes.py_object(LimitInterrupt)
-    )
+def interrupt(thread_id: int, signal: type[BaseException] = LimitInterrupt) -> None:
+    """Raise ``signal`` in ``thread_id`` at its next bytecode boundary."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(signal))
 
 
-def clear_interrupt(thread_id: int) -> None:
-    """Drop an interrupt that was raised in ``thread_id`` but not yet delivered."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), None)
+class _Drained(BaseException):
+    """Raised at ourselves to consume an interrupt that may still be pending."""
 
 
-def resident_bytes() -> int:
-    """This process's resident memory, read cheaply from /proc where there is one."""
+def drain_interrupt(thread_id: int) -> None:
+    """Consume any interrupt still pending for the calling thread.
+
+    Clearing one with ``PyThreadState_SetAsyncExc(id, NULL)`` would leave
+    CPython 3.11's eval-breaker flag set for good, slowing every later bytecode;
+    delivering one clears it. So replace whatever is pending with ``_Drained``
+    and let the loop below receive it.
+    """
     try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * _PAGE_SIZE
-    except OSError:
-        return 0
+        interrupt(thread_id, _Drained)
+        for _ in range(10_000):  # each backward jump checks for pending exceptions
+            pass
+    except (_Drained, LimitInterrupt):
+        return
+
+
+class _ResidentMemory:
+    """Reads this process's resident size from /proc without letting go of the GIL.
+
+    Ordinary file reads release the GIL; a script thread doing one huge operation
+    after another would then take it back each time and starve the watchdog. A
+    ``pread`` through ``ctypes.PyDLL`` keeps the GIL for the few microseconds it takes.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = ctypes.create_string_buffer(128)
+        try:
+            self._fd = os.open("/proc/self/statm", os.O_RDONLY)
+            self._pread = ctypes.PyDLL(None).pread
+            self._pread.restype = ctypes.c_ssize_t
+            self._pread.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_long)
+        except (OSError, AttributeError):
+            self._fd = -1
+
+    def __call__(self) -> int:
+        if self._fd < 0:
+            return 0
+        count = self._pread(self._fd, self._buffer, 127, 0)
+        if count <= 0:
+            return 0
+        fields = self._buffer.raw[:count].split()
+        return int(fields[1]) * _PAGE_SIZE if len(fields) > 1 else 0
+
+
+resident_bytes = _ResidentMemory()
 
 
 def _cpu_clock(thread_id: int) -> int | None:

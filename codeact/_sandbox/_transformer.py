@@ -19,6 +19,9 @@ attribute, and a per-item guard would double the cost of every loop.
 from __future__ import annotations
 
 import ast
+import copy
+import re
+import string
 from typing import Any
 
 from RestrictedPython.transformer import (
@@ -66,13 +69,17 @@ SCRIPT_DUNDERS = frozenset(
     }
 )
 
+# Public attribute names checked at run time (format traversal, size), everywhere.
+GUARDED_ATTRIBUTES = frozenset(
+    {"format", "format_map", "ljust", "rjust", "center", "zfill", "expandtabs", "replace", "join"}
+)
+
 # Attributes that lead to frames, code, or the class hierarchy, beyond the base list.
 FORBIDDEN_ATTRIBUTES = frozenset(
     INSPECT_ATTRIBUTES | {"mro", "f_lineno", "tb_lineno", "gi_running", "obj", "format_field"}
 )
 
 _GUARDED_BINOPS: dict[type[ast.operator], str] = {
-    ast.Add: "_add_",
     ast.Mult: "_mul_",
     ast.Pow: "_pow_",
     ast.LShift: "_lshift_",
@@ -93,6 +100,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
         if node.id == "printed":  # no special meaning here: an ordinary name
             self.used_names[node.id] = True
             return node
+        if node.id == "super" and not getattr(node, "zero_argument_call", False):
+            self.error(node, "super may only be called as super() in scripts.")
         return super().visit_Name(node)
 
     def inject_print_collector(self, node: Any, position: int = 0) -> None:
@@ -139,6 +148,15 @@ class CodeActPolicy(RestrictingNodeTransformer):
             node.value = _call("_write_", node.value)
             copy_locations(node.value, node)
             return node
+        if (
+            isinstance(node.ctx, ast.Load)
+            and not node.attr.startswith("_")
+            and node.attr not in GUARDED_ATTRIBUTES
+            and not node.attr.endswith("__roles__")
+        ):
+            # Public names other than the guarded few read as plain attributes: the
+            # objects a script can hold expose nothing dangerous under such names.
+            return self.node_contents_visit(node)
         if node.attr in SCRIPT_DUNDERS and _is_super_call(node.value):
             # super().__init__(...) and friends: read through the guard, which checks
             # that the super object belongs to a script class.
@@ -152,19 +170,65 @@ class CodeActPolicy(RestrictingNodeTransformer):
             return call
         return super().visit_Attribute(node)
 
+    def visit_Call(self, node: ast.Call) -> Any:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "super":
+            if node.args or node.keywords:
+                self.error(node, "super() takes no arguments in scripts.")
+            func.zero_argument_call = True  # type: ignore[attr-defined]
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in GUARDED_ATTRIBUTES
+            and isinstance(func.ctx, ast.Load)
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+            and all(k.arg is not None for k in node.keywords)
+        ):
+            if _statically_safe(func.value, func.attr, node.args, node.keywords):
+                func.value = self.visit(func.value)
+                node.args = [self.visit(a) for a in node.args]
+                node.keywords = [self.visit(k) for k in node.keywords]
+                return node
+            # s.replace(a, b) -> _method_(s, "replace", a, b): one guarded call.
+            call = ast.Call(
+                func=ast.Name("_method_", ast.Load()),
+                args=[self.visit(func.value), ast.Constant(func.attr), *map(self.visit, node.args)],
+                keywords=[self.visit(k) for k in node.keywords],
+            )
+            copy_locations(call, node)
+            return call
+        return super().visit_Call(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        if isinstance(node.ctx, ast.Load):  # reading an item exposes nothing: plain
+            return self.node_contents_visit(node)
+        return super().visit_Subscript(node)
+
     # Operators ----------------------------------------------------------------------
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
-        node = self.node_contents_visit(node)
         guard = _GUARDED_BINOPS.get(type(node.op))
-        if guard is None or (guard == "_add_" and _is_number(node.left, node.right)):
+        tests = _int_tests(node) if guard is not None else None
+        raw = copy.deepcopy(node) if tests else None
+        node = self.node_contents_visit(node)
+        if guard is None or (guard == "_mul_" and _is_small_int(node.left, node.right)):
             return node
         call = ast.Call(func=ast.Name(guard, ast.Load()), args=[node.left, node.right], keywords=[])
         copy_locations(call, node)
-        return call
+        if raw is None or not tests:
+            return call
+        # Integer arithmetic on names: the int checks inline, the raw operation when
+        # they hold, the guard otherwise. Names may be read twice: harmless.
+        test = tests[0] if len(tests) == 1 else ast.BoolOp(ast.And(), tests)
+        choice = ast.IfExp(test=test, body=raw, orelse=call)
+        copy_locations(choice, node)
+        ast.fix_missing_locations(choice)
+        return choice
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
         if isinstance(node.target, ast.Name):
+            if type(node.op) not in _GUARDED_IOPERATORS:
+                self.check_name(node.target, node.target.id)
+                return self.node_contents_visit(node)
             return super().visit_AugAssign(node)
         node = self.node_contents_visit(node)
         target = node.target
@@ -175,8 +239,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
         if isinstance(target, ast.Subscript):
             key = self.gen_tmp_name()
             statements.append(ast.Assign([ast.Name(key, ast.Store())], target.slice))
-            current: ast.expr = _call(
-                "_getitem_", ast.Name(holder, ast.Load()), ast.Name(key, ast.Load())
+            current: ast.expr = ast.Subscript(
+                ast.Name(holder, ast.Load()), ast.Name(key, ast.Load()), ast.Load()
             )
             store: ast.expr = ast.Subscript(
                 _call("_write_", ast.Name(holder, ast.Load())),
@@ -337,6 +401,12 @@ class CodeActPolicy(RestrictingNodeTransformer):
         return node
 
 
+SMALL_FACTOR = 64
+SMALL_INT = 1 << 62
+
+# Augmented operators that cannot build a large object in one step need no guard.
+_GUARDED_IOPERATORS = frozenset({ast.Mult, ast.Pow, ast.LShift, ast.Mod})
+
 _IOPERATORS: dict[type[ast.operator], str] = {
     ast.Add: "+=",
     ast.Sub: "-=",
@@ -369,10 +439,103 @@ def is_private_name(name: str) -> bool:
     )
 
 
-def _is_number(*nodes: ast.expr) -> bool:
-    """A numeric literal on either side of ``+`` rules out sequence concatenation."""
+SMALL_WIDTH = 10_000
+
+
+def _statically_safe(
+    receiver: ast.expr, name: str, args: list[ast.expr], keywords: list[ast.keyword]
+) -> bool:
+    """Calls of the guarded methods whose arguments prove them harmless at compile time.
+
+    ``s.replace("-", "_")`` cannot grow ``s``; ``s.ljust(20)`` cannot allocate much;
+    ``"{} of {name}".format(...)`` has no field path to traverse and no wide spec.
+    """
+    if keywords:
+        return False
+    constants: list[Any] = [a.value for a in args if isinstance(a, ast.Constant)]
+    if len(constants) != len(args):
+        return False
+    if name == "replace" and len(constants) >= 2:
+        old, new = constants[0], constants[1]
+        return type(old) is type(new) and type(old) in (str, bytes) and len(new) <= len(old)
+    if name in ("ljust", "rjust", "center", "zfill", "expandtabs") and constants:
+        width = constants[0]
+        limit = SMALL_FACTOR if name == "expandtabs" else SMALL_WIDTH
+        return type(width) is int and width <= limit
+    if name in ("format", "format_map"):
+        return isinstance(receiver, ast.Constant) and _plain_template(receiver.value)
+    return False
+
+
+def _plain_template(template: object) -> bool:
+    """A format template with simple field names and narrow, literal specs only."""
+    if not isinstance(template, str):
+        return False
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return False
+    for _, field, spec, _ in fields:
+        if field is None:
+            continue
+        if "." in field or "[" in field or "{" in (spec or ""):
+            return False
+        if any(int(n) > SMALL_WIDTH for n in re.findall(r"\d+", spec or "")):
+            return False
+    return True
+
+
+_INT_CLOSED = (ast.Add, ast.Sub, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor)
+
+
+def _int_tests(node: ast.expr) -> list[ast.expr] | None:
+    """Checks that prove ``node`` is integer arithmetic on small ints, or None if none can.
+
+    Names are checked with ``name.__class__ is _int_`` (``_int_`` is a hidden global a
+    script cannot rebind); factors of a product must also be below ``SMALL_INT``, so
+    no step can build a huge number.
+    """
+    tests: dict[str, ast.expr] = {}
+
+    def walk(part: ast.expr, factor: bool) -> bool:
+        if isinstance(part, ast.Constant):
+            return type(part.value) is int and (not factor or abs(part.value) < SMALL_INT)
+        if isinstance(part, ast.Name):
+            tests.setdefault(part.id, _is_int_check(part.id))
+            if factor:
+                tests.setdefault(f"{part.id} small", _is_small_check(part.id))
+            return True
+        if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.USub | ast.UAdd | ast.Invert):
+            return walk(part.operand, factor)
+        if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mult):
+            simple = all(isinstance(o, ast.Name | ast.Constant) for o in (part.left, part.right))
+            return simple and walk(part.left, True) and walk(part.right, True)
+        if isinstance(part, ast.BinOp) and isinstance(part.op, _INT_CLOSED):
+            return walk(part.left, False) and walk(part.right, False)
+        return False
+
+    return list(tests.values()) if walk(node, False) else None
+
+
+def _is_int_check(name: str) -> ast.expr:
+    klass = ast.Attribute(ast.Name(name, ast.Load()), "__class__", ast.Load())
+    return ast.Compare(klass, [ast.Is()], [ast.Name("_int_", ast.Load())])
+
+
+def _is_small_check(name: str) -> ast.expr:
+    bound = ast.Constant(SMALL_INT)
+    return ast.Compare(
+        ast.UnaryOp(ast.USub(), bound), [ast.Lt(), ast.Lt()], [ast.Name(name, ast.Load()), bound]
+    )
+
+
+def _is_small_int(*nodes: ast.expr) -> bool:
+    """``x * 2``: a small literal factor grows a sequence by at most that much."""
     return any(
-        isinstance(n, ast.Constant) and type(n.value) in (int, float, complex) for n in nodes
+        isinstance(n, ast.Constant)
+        and isinstance(n.value, int | float)
+        and abs(n.value) <= SMALL_FACTOR
+        for n in nodes
     )
 
 
@@ -388,6 +551,7 @@ def _is_super_call(node: ast.expr) -> bool:
 
 __all__ = [
     "FORBIDDEN_ATTRIBUTES",
+    "GUARDED_ATTRIBUTES",
     "READABLE_DUNDERS",
     "RESULT_NAME",
     "SCRIPT_DUNDERS",

@@ -148,7 +148,8 @@ def test_names_persist_across_runs_until_reset(run: Callable[[str], ScriptOutcom
     assert run("double(len(kept))").value == 4
     run.sandbox.reset()  # type: ignore[attr-defined]
     outcome = run("kept")
-    assert outcome.error is not None and "NameError" in outcome.error.message
+    assert outcome.error is not None
+    assert "NameError" in outcome.error.message
 
 
 def test_tool_calls_are_listed_with_their_status(run: Callable[[str], ScriptOutcome]) -> None:

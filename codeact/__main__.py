@@ -1,0 +1,7 @@
+"""``python -m codeact``: the command line."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

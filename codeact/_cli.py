@@ -1,0 +1,126 @@
+"""The ``codeact`` command line: run a script through run_code, print schemas, compare modes."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ._call import ToolCall
+from ._code_mode import RUN_CODE, run_code_tool
+from ._executors import Executor, InProcessExecutor
+from ._registry import ToolRegistry
+from ._results import ToolExecutionResult
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class UsageFailure(Exception):
+    """Bad command-line usage; exit code 2."""
+
+
+def load_tools(spec: str, registry: ToolRegistry) -> None:
+    """Register what ``MODULE:ATTR`` names: a registry, a tool, a function, or a list of them."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageFailure(f"--tools takes MODULE:ATTR, not {spec!r}")
+    try:
+        target: Any = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise UsageFailure(f"cannot load {spec}: {error}") from None
+    items = target.tools() if isinstance(target, ToolRegistry) else target
+    for item in items if isinstance(items, list | tuple) else [items]:
+        registry.register(item)
+
+
+def make_executor(name: str) -> Executor:
+    if name == "inprocess":
+        return InProcessExecutor()
+    if name == "process":
+        try:
+            from ._process import ProcessExecutor  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        except ImportError:
+            raise UsageFailure("the process executor is not available in this build") from None
+        return ProcessExecutor()  # type: ignore[no-any-return, unused-ignore]
+    raise UsageFailure(f"unknown executor {name!r}")
+
+
+async def run_script(
+    source: str, *, registry: ToolRegistry, executor: Executor
+) -> ToolExecutionResult:
+    scope = registry.child()
+    scope.register(run_code_tool(registry, executor=executor))
+    try:
+        return await scope.execute(ToolCall("cli", RUN_CODE, {"code": source}))
+    finally:
+        await executor.aclose()
+
+
+def command_run(options: argparse.Namespace) -> int:
+    path = Path(options.script)
+    try:
+        source = sys.stdin.read() if options.script == "-" else path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageFailure(f"cannot read {options.script}: {error}") from None
+    registry = ToolRegistry()
+    if options.stdlib:
+        import stdlib_bindings
+
+        register = getattr(stdlib_bindings, "register", None)
+        if register is None:
+            raise UsageFailure("--stdlib: the standard bindings are not available in this build")
+        register(registry, workspace=Path.cwd())
+    for spec in options.tools or []:
+        load_tools(spec, registry)
+    result = anyio.run(
+        lambda: run_script(source, registry=registry, executor=make_executor(options.executor))
+    )
+    if options.json:
+        payload: dict[str, Any] = {"is_error": result.is_error, "content": result.text}
+        if result.is_error:
+            payload["error"] = {"message": result.error.message, "code": result.error.code}
+        else:
+            from ._json import thaw
+
+            payload["value"] = thaw(result.value)
+        print(json.dumps(payload, ensure_ascii=False))
+    else:
+        print(result.text)
+    return EXIT_ERROR if result.is_error else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codeact", description="Let agents act through code.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run an action script through run_code")
+    run.add_argument("script", help="a Python file, or - for standard input")
+    run.add_argument("--stdlib", action="store_true", help="bind the standard tools")
+    run.add_argument("--tools", action="append", metavar="MODULE:ATTR", help="register these tools")
+    run.add_argument("--executor", choices=("process", "inprocess"), default="inprocess")
+    run.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    run.set_defaults(handler=command_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        options = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exit_.code or 0)
+    try:
+        code: int = options.handler(options)
+    except UsageFailure as failure:
+        print(f"codeact: {failure}", file=sys.stderr)
+        return EXIT_USAGE
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

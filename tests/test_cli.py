@@ -1,0 +1,57 @@
+"""The command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+
+
+def codeact(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    return subprocess.run(
+        [sys.executable, "-m", "codeact", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+
+
+def test_run_prints_what_the_model_would_see(tmp_path: Path) -> None:
+    script = tmp_path / "act.py"
+    script.write_text("print('working')\ndouble(21)\n")
+    done = codeact("run", str(script), "--tools", "cli_tools:TOOLS")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Output:", "working", "Result: 42"]
+
+
+def test_run_json_gives_the_whole_result(tmp_path: Path) -> None:
+    script = tmp_path / "act.py"
+    script.write_text("double(4)")
+    done = codeact("run", str(script), "--tools", "cli_tools:TOOLS", "--json")
+    payload = json.loads(done.stdout)
+    assert payload["is_error"] is False
+    assert payload["value"] == {
+        "result": 8,
+        "output": "",
+        "tool_calls": [{"name": "double", "ok": True}],
+    }
+
+
+def test_an_error_result_exits_one_with_the_code(tmp_path: Path) -> None:
+    done = codeact("run", "-", "--json", stdin="import os\n")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["error"]["code"] == "CODE_SECURITY_VIOLATION"
+
+
+def test_bad_usage_exits_two() -> None:
+    assert codeact("run").returncode == 2
+    assert codeact("run", "missing-file.py").returncode == 2
+    assert codeact("run", "-", "--tools", "no_such_module:X", stdin="1").returncode == 2
