@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import dispatch, interpreter
+from . import dispatch, executor, interpreter
 
-for module in (dispatch, interpreter):
+for module in (dispatch, interpreter, executor):
     module.main()
     print()

@@ -4,23 +4,83 @@ One tool-calling contract (advertise, emit, dispatch, return) over one registry,
 in native, code or both modes.
 """
 
-from ._abort import AbortSignal
-from ._call import ToolCall, parse_arguments
-from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
-from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
-from ._invocation import Invocation
-from ._json import FrozenJson, JsonValue
-from ._policy import Action, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
-from ._registry import Disposer, Owner, ToolRegistry
-from ._results import (
-    ContentBlock,
-    TextBlock,
-    ToolExecutionFailure,
-    ToolExecutionResult,
-    ToolExecutionSuccess,
-    ToolFailure,
-)
-from ._tool import Tool, tool
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._abort import AbortSignal
+    from ._call import ToolCall, parse_arguments
+    from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
+    from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
+    from ._invocation import Invocation
+    from ._json import FrozenJson, JsonValue
+    from ._policy import Action, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
+    from ._registry import Disposer, Owner, ToolRegistry
+    from ._results import (
+        ContentBlock,
+        TextBlock,
+        ToolExecutionFailure,
+        ToolExecutionResult,
+        ToolExecutionSuccess,
+        ToolFailure,
+    )
+    from ._tool import Tool, tool
+
+
+_EXPORTS: dict[str, str] = {
+    "AbortSignal": "._abort",
+    "Action": "._policy",
+    "CodeActError": "._exceptions",
+    "ContentBlock": "._results",
+    "DispatchEvent": "._events",
+    "Disposer": "._registry",
+    "ErrorCode": "._exceptions",
+    "FrozenJson": "._json",
+    "Invocation": "._invocation",
+    "JsonValue": "._json",
+    "Owner": "._registry",
+    "Policy": "._policy",
+    "Rule": "._policy",
+    "RulePolicy": "._policy",
+    "TextBlock": "._results",
+    "Tool": "._tool",
+    "ToolCall": "._call",
+    "ToolCallFinished": "._events",
+    "ToolCallStarted": "._events",
+    "ToolDefinitionError": "._exceptions",
+    "ToolError": "._exceptions",
+    "ToolExecutionFailure": "._results",
+    "ToolExecutionResult": "._results",
+    "ToolExecutionSuccess": "._results",
+    "ToolFailure": "._results",
+    "ToolRegistry": "._registry",
+    "UsageError": "._exceptions",
+    "Verdict": "._policy",
+    "allow": "._policy",
+    "ask": "._policy",
+    "deny": "._policy",
+    "parse_arguments": "._call",
+    "tool": "._tool",
+}
+
+# Names resolve on first use (PEP 562), so a sandbox worker process that needs only
+# the interpreter does not pay for importing pydantic and jsonschema.
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'codeact' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __version__ = "0.1.0"
 

@@ -15,6 +15,7 @@ import anyio
 from ._call import ToolCall
 from ._code_mode import RUN_CODE, run_code_tool
 from ._executors import Executor, InProcessExecutor
+from ._process import ProcessExecutor
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult
 
@@ -43,11 +44,7 @@ def make_executor(name: str) -> Executor:
     if name == "inprocess":
         return InProcessExecutor()
     if name == "process":
-        try:
-            from ._process import ProcessExecutor  # type: ignore[import-not-found, import-untyped, unused-ignore]
-        except ImportError:
-            raise UsageFailure("the process executor is not available in this build") from None
-        return ProcessExecutor()  # type: ignore[no-any-return, unused-ignore]
+        return ProcessExecutor()
     raise UsageFailure(f"unknown executor {name!r}")
 
 
@@ -102,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("script", help="a Python file, or - for standard input")
     run.add_argument("--stdlib", action="store_true", help="bind the standard tools")
     run.add_argument("--tools", action="append", metavar="MODULE:ATTR", help="register these tools")
-    run.add_argument("--executor", choices=("process", "inprocess"), default="inprocess")
+    run.add_argument("--executor", choices=("process", "inprocess"), default="process")
     run.add_argument("--json", action="store_true", help="print the whole result as JSON")
     run.set_defaults(handler=command_run)
     return parser

@@ -10,8 +10,9 @@ from ._abort import AbortSignal
 from ._call import ToolCall
 from ._dispatch import current_invocation
 from ._exceptions import ToolError
-from ._executors import Executor, InProcessExecutor
+from ._executors import Executor
 from ._json import FrozenJson, JsonValue
+from ._process import ProcessExecutor
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult
 from ._sandbox import Limits, ScriptOutcome
@@ -73,6 +74,9 @@ def run_code_tool(
 ) -> Tool:
     """The reserved ``run_code`` tool for ``registry``: register it in a child registry.
 
+    Scripts run in worker processes unless ``executor`` says otherwise; the caller
+    owns the executor and closes it (``await executor.aclose()``).
+
     Calls made by the script go through ``registry.execute`` with the run_code call
     as their parent: the same validation, policy, hooks, timeouts and events.
     """
@@ -80,7 +84,7 @@ def run_code_tool(
 
     limits = limits or Limits()
     modules = frozenset(DEFAULT_MODULES if modules is None else modules)
-    runner = executor or InProcessExecutor(limits=limits, modules=modules)
+    runner = executor or ProcessExecutor(limits=limits, modules=modules)
 
     async def run_code(code: str) -> dict[str, Any]:
         invocation = current_invocation()

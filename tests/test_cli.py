@@ -51,6 +51,19 @@ def test_an_error_result_exits_one_with_the_code(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["error"]["code"] == "CODE_SECURITY_VIOLATION"
 
 
+def test_both_executors_give_the_same_result(tmp_path: Path) -> None:
+    script = tmp_path / "act.py"
+    script.write_text("total = sum(double(i) for i in range(5))\ntotal")
+    values = []
+    for executor in ("process", "inprocess"):
+        done = codeact(
+            "run", str(script), "--tools", "cli_tools:TOOLS", "--executor", executor, "--json"
+        )
+        assert done.returncode == 0, done.stderr
+        values.append(json.loads(done.stdout)["value"]["result"])
+    assert values == [20, 20]
+
+
 def test_bad_usage_exits_two() -> None:
     assert codeact("run").returncode == 2
     assert codeact("run", "missing-file.py").returncode == 2

@@ -18,6 +18,7 @@ from codeact import (
     tool,
 )
 from codeact._code_mode import RUN_CODE, run_code_tool
+from codeact._executors import InProcessExecutor
 from codeact._sandbox import Limits
 
 pytestmark = pytest.mark.anyio
@@ -46,7 +47,8 @@ def code_registry(**options: object) -> tuple[ToolRegistry, ToolRegistry]:
     for definition in (add, lookup, wipe):
         base.register(definition)
     scope = base.child()
-    scope.register(run_code_tool(base, limits=Limits(wall_seconds=2)))
+    limits = Limits(wall_seconds=2)
+    scope.register(run_code_tool(base, limits=limits, executor=InProcessExecutor(limits=limits)))
     return base, scope
 
 

@@ -30,3 +30,8 @@ def test_stable_error_codes_are_all_present() -> None:
         "CODE_RESOURCE_LIMIT",
     }
     assert {code.value for code in codeact.ErrorCode} == expected
+
+
+def test_every_name_in_all_resolves_to_an_object() -> None:
+    for name in codeact.__all__:
+        assert getattr(codeact, name) is not None, name

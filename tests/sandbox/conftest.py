@@ -6,12 +6,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from codeact import ToolCall, ToolRegistry, tool
+from codeact import ToolCall, ToolExecutionResult, ToolRegistry, tool
 from codeact._code_mode import bindable_tools
-from codeact._sandbox import Limits, Sandbox, ScriptOutcome
+from codeact._executors import InProcessExecutor
+from codeact._process import ProcessExecutor
+from codeact._sandbox import Limits, ScriptOutcome
 
 SECRET = "host-secret-7f3a9c"
 HOST_LOG: list[Any] = []
@@ -49,30 +51,71 @@ def make_registry() -> ToolRegistry:
 
 
 class Runner:
-    """Runs scripts in a sandbox whose tools dispatch through a real registry."""
+    """Runs scripts through an executor whose tools dispatch through a real registry.
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    One event loop (a blocking portal) serves every runner of a test session, so the
+    process executor's workers and the registry live on the same loop, as in a host.
+    """
+
+    portal: BlockingPortal
+
+    def __init__(self, limits: Limits | None = None, *, kind: str = "inprocess") -> None:
         self.registry = make_registry()
-        self.sandbox = Sandbox(limits=limits or Limits(wall_seconds=2.0, cpu_seconds=2.0))
+        self.limits = limits or Limits(wall_seconds=2.0, cpu_seconds=2.0)
+        self.kind = kind
+        self.executor: InProcessExecutor | ProcessExecutor = (
+            InProcessExecutor(limits=self.limits)
+            if kind == "inprocess"
+            else ProcessExecutor(limits=self.limits, warm=0)
+        )
         self.tools = {t.name: t.parameter_names for t in bindable_tools(self.registry)}
 
-    def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        from codeact import ToolError
-        from codeact._json import thaw
-
-        result = anyio.run(self.registry.execute, ToolCall("script", name, arguments))
-        if result.is_error:
-            raise ToolError(result.error.message, result.error.code)
-        return thaw(result.value)
+    async def _call_tool(self, name: str, arguments: dict[str, Any]) -> ToolExecutionResult:
+        return await self.registry.execute(ToolCall("script", name, arguments))
 
     def __call__(self, source: str) -> ScriptOutcome:
-        return self.sandbox.run(source, tools=self.tools, call_tool=self.call_tool)
+        return self.portal.call(
+            lambda: self.executor.run(
+                source, session="test", tools=self.tools, call_tool=self._call_tool
+            )
+        )
+
+    def reset(self) -> None:
+        self.portal.call(self.executor.reset, "test")
+
+    def close(self) -> None:
+        self.portal.call(self.executor.aclose)
+
+
+EXECUTORS = ["inprocess", "process"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _portal() -> Iterator[None]:
+    with start_blocking_portal("asyncio") as portal:
+        Runner.portal = portal
+        yield
+
+
+@pytest.fixture(params=EXECUTORS)
+def make_runner(request: pytest.FixtureRequest) -> Iterator[Callable[..., Runner]]:
+    """Builds runners on the executor the test is parametrized with; closes them after."""
+    made: list[Runner] = []
+
+    def make(limits: Limits | None = None) -> Runner:
+        runner = Runner(limits, kind=request.param)
+        made.append(runner)
+        return runner
+
+    HOST_LOG.clear()
+    yield make
+    for runner in made:
+        runner.close()
 
 
 @pytest.fixture
-def run() -> Iterator[Callable[[str], ScriptOutcome]]:
-    HOST_LOG.clear()
-    return Runner()
+def run(make_runner: Callable[..., Runner]) -> Runner:
+    return make_runner()
 
 
 @pytest.fixture

@@ -146,7 +146,7 @@ def test_printed_output_is_captured(run: Callable[[str], ScriptOutcome]) -> None
 def test_names_persist_across_runs_until_reset(run: Callable[[str], ScriptOutcome]) -> None:
     assert run("kept = [1, 2]\ndef double(x):\n    return x * 2").ok
     assert run("double(len(kept))").value == 4
-    run.sandbox.reset()  # type: ignore[attr-defined]
+    run.reset()  # type: ignore[attr-defined]
     outcome = run("kept")
     assert outcome.error is not None
     assert "NameError" in outcome.error.message

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 from codeact._sandbox import Limits
 
 from .conftest import Runner
+
+MakeRunner = Callable[..., Runner]
 
 WALL = 1.0
 LIMITS = Limits(
@@ -72,8 +75,8 @@ BOMBS = {
 }
 
 
-def run_and_time(script: str) -> tuple[float, str | None, str]:
-    runner = Runner(LIMITS)
+def run_and_time(make_runner: MakeRunner, script: str) -> tuple[float, str | None, str]:
+    runner = make_runner(LIMITS)
     started = time.perf_counter()
     outcome = runner(script)
     elapsed = time.perf_counter() - started
@@ -82,16 +85,18 @@ def run_and_time(script: str) -> tuple[float, str | None, str]:
 
 
 @pytest.mark.parametrize("script", LOOPS.values(), ids=LOOPS.keys())
-def test_endless_work_is_stopped_within_its_deadline(script: str) -> None:
-    elapsed, code, message = run_and_time(script)
+def test_endless_work_is_stopped_within_its_deadline(make_runner: MakeRunner, script: str) -> None:
+    elapsed, code, message = run_and_time(make_runner, script)
     assert code == "CODE_RESOURCE_LIMIT", message
     assert elapsed < WALL + 1.0
     assert "limit" in message
 
 
 @pytest.mark.parametrize("script", BOMBS.values(), ids=BOMBS.keys())
-def test_memory_bombs_are_refused_before_they_allocate(script: str) -> None:
-    elapsed, code, message = run_and_time(script)
+def test_memory_bombs_are_refused_before_they_allocate(
+    make_runner: MakeRunner, script: str
+) -> None:
+    elapsed, code, message = run_and_time(make_runner, script)
     assert code == "CODE_RESOURCE_LIMIT", message
     assert elapsed < 0.5  # refused up front, not after filling memory
 
@@ -105,38 +110,40 @@ def test_memory_bombs_are_refused_before_they_allocate(script: str) -> None:
     ],
     ids=["return", "continue", "break"],
 )
-def test_leaving_finally_early_is_refused_since_it_would_swallow_a_limit(script: str) -> None:
-    outcome = Runner(LIMITS)(script)
+def test_leaving_finally_early_is_refused_since_it_would_swallow_a_limit(
+    make_runner: MakeRunner, script: str
+) -> None:
+    outcome = make_runner(LIMITS)(script)
     assert outcome.error is not None
     assert outcome.error.code == "CODE_SECURITY_VIOLATION"
     assert "finally" in outcome.error.message
 
 
-def test_loops_inside_finally_may_still_break() -> None:
+def test_loops_inside_finally_may_still_break(make_runner: MakeRunner) -> None:
     script = "try:\n    x = 1\nfinally:\n    for i in range(5):\n        if i == 2:\n            break\ni"
-    assert Runner(LIMITS)(script).value == 2
+    assert make_runner(LIMITS)(script).value == 2
 
 
-def test_the_limit_that_was_hit_is_named() -> None:
-    _, _, wall = run_and_time("while True:\n    pass")
+def test_the_limit_that_was_hit_is_named(make_runner: MakeRunner) -> None:
+    _, _, wall = run_and_time(make_runner, "while True:\n    pass")
     assert "time" in wall
-    cpu_bound = Runner(Limits(wall_seconds=5.0, cpu_seconds=0.3))
+    cpu_bound = make_runner(Limits(wall_seconds=5.0, cpu_seconds=0.3))
     outcome = cpu_bound("while True:\n    pass")
     assert outcome.error is not None
     assert "CPU time" in outcome.error.message
-    _, _, size = run_and_time("'a' * 10**10")
+    _, _, size = run_and_time(make_runner, "'a' * 10**10")
     assert "10,000,000,000 items" in size
 
 
-def test_recursion_ends_in_a_resource_limit_even_when_caught() -> None:
+def test_recursion_ends_in_a_resource_limit_even_when_caught(make_runner: MakeRunner) -> None:
     script = "def f():\n    try:\n        return f()\n    except RecursionError:\n        return f()\nf()"
-    _, code, message = run_and_time(script)
+    _, code, message = run_and_time(make_runner, script)
     assert code == "CODE_RESOURCE_LIMIT"
     assert "recursion" in message
 
 
-def test_output_flood_is_cut_and_reported() -> None:
-    runner = Runner(LIMITS)
+def test_output_flood_is_cut_and_reported(make_runner: MakeRunner) -> None:
+    runner = make_runner(LIMITS)
     outcome = runner("while True:\n    print('x' * 1000)")
     assert outcome.error is not None
     assert outcome.error.code == "CODE_RESOURCE_LIMIT"
@@ -146,8 +153,8 @@ def test_output_flood_is_cut_and_reported() -> None:
     assert len(outcome.output) < 10_200
 
 
-def test_tool_call_flood_is_stopped_at_the_limit() -> None:
-    runner = Runner(LIMITS)
+def test_tool_call_flood_is_stopped_at_the_limit(make_runner: MakeRunner) -> None:
+    runner = make_runner(LIMITS)
     outcome = runner("while True:\n    add(1, 2)")
     assert outcome.error is not None
     assert outcome.error.code == "CODE_RESOURCE_LIMIT"
@@ -155,14 +162,14 @@ def test_tool_call_flood_is_stopped_at_the_limit() -> None:
     assert len(outcome.tool_calls) == 50
 
 
-def test_source_size_is_bounded() -> None:
-    _, code, message = run_and_time("x = 1\n" * 2_000)
+def test_source_size_is_bounded(make_runner: MakeRunner) -> None:
+    _, code, message = run_and_time(make_runner, "x = 1\n" * 2_000)
     assert code == "CODE_RESOURCE_LIMIT"
     assert "characters" in message
 
 
-def test_the_host_and_the_session_live_on_after_limits() -> None:
-    runner = Runner(LIMITS)
+def test_the_host_and_the_session_live_on_after_limits(make_runner: MakeRunner) -> None:
+    runner = make_runner(LIMITS)
     threads = threading.active_count()
     for script in ("while True:\n    pass", "'a' * 10**10", "def f():\n    f()\nf()"):
         assert runner(script).error is not None

@@ -1,0 +1,360 @@
+"""The process executor: each session's scripts run in a worker process the host can kill.
+
+Guards inside the interpreter are one line of defence; this is the hard one. A
+worker is started (never forked from the host), with a scrubbed environment, no
+inherited descriptors but its channel, a working directory of its own, and kernel
+limits on memory, file size, open files and processes. The host kills it at the
+wall-clock deadline. Tool calls cross the channel as JSON and are dispatched here,
+in the host, through the registry: policy, validation, hooks and events stay home.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ._exceptions import ErrorCode
+from ._executors import AsyncToolCaller
+from ._json import thaw
+from ._sandbox import Limits, ScriptError, ScriptOutcome
+from ._worker import outcome_from_json
+
+WARM_WORKERS = 2
+IDLE_SECONDS = 300.0
+KILL_GRACE_SECONDS = 1.0
+ABORT_GRACE_SECONDS = 1.0
+START_TIMEOUT_SECONDS = 30.0
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+class WorkerLost(Exception):
+    """The worker process is gone; ``reason`` says how."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Worker:
+    """One worker process and its channel."""
+
+    def __init__(self, process: anyio.abc.Process, workdir: str) -> None:
+        self.process = process
+        self.workdir = workdir
+        assert process.stdout is not None
+        assert process.stdin is not None
+        self._reader = BufferedByteReceiveStream(process.stdout)
+        self._writer = process.stdin
+        self.last_used = time.monotonic()
+        self.dead = False
+
+    @classmethod
+    async def start(cls, limits: Limits, modules: frozenset[str]) -> Worker:
+        workdir = tempfile.mkdtemp(prefix="codeact-worker-")
+        environment = {
+            "PATH": os.defpath,
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": _PACKAGE_ROOT,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+        }
+        process = await anyio.open_process(
+            [sys.executable, "-m", "codeact._worker"],
+            stdin=-1,
+            stdout=-1,
+            stderr=-3,  # subprocess.DEVNULL
+            cwd=workdir,
+            env=environment,
+            start_new_session=True,
+        )
+        worker = cls(process, workdir)
+        try:
+            with anyio.fail_after(START_TIMEOUT_SECONDS):
+                await worker.send(
+                    {"op": "init", "limits": asdict(limits), "modules": sorted(modules)}
+                )
+                ready = await worker.receive()
+        except BaseException:
+            await worker.kill()
+            raise
+        if ready.get("op") != "ready":
+            await worker.kill()
+            raise WorkerLost(f"the worker did not start: {ready!r}")
+        return worker
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def send(self, message: dict[str, Any]) -> None:
+        try:
+            await self._writer.send(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            raise WorkerLost(await self._describe_exit()) from None
+
+    async def receive(self) -> dict[str, Any]:
+        try:
+            line = await self._reader.receive_until(b"\n", MAX_MESSAGE_BYTES)
+        except (
+            anyio.EndOfStream,
+            anyio.IncompleteRead,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ):
+            raise WorkerLost(await self._describe_exit()) from None
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    async def run(
+        self,
+        source: str,
+        tools: Mapping[str, tuple[str, ...]],
+        call_tool: AsyncToolCaller,
+        wall: float,
+    ) -> ScriptOutcome:
+        """Run one script; tool calls are answered here until the worker says it is done."""
+        self.last_used = time.monotonic()
+        await self.send(
+            {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
+        )
+        try:
+            with anyio.fail_after(wall + KILL_GRACE_SECONDS):
+                return await self._serve(call_tool)
+        except TimeoutError:
+            await self.kill()
+            return _lost(
+                ErrorCode.CODE_RESOURCE_LIMIT, f"the worker was killed at the {wall:g} s deadline"
+            )
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._abort(call_tool)
+            raise
+        finally:
+            self.last_used = time.monotonic()
+
+    async def _serve(self, call_tool: AsyncToolCaller) -> ScriptOutcome:
+        while True:
+            message = await self.receive()
+            if message.get("op") == "done":
+                return outcome_from_json(message["outcome"])
+            if message.get("op") == "call":
+                result = await call_tool(str(message["name"]), message.get("arguments") or {})
+                if result.is_error:
+                    answer = {
+                        "op": "result",
+                        "ok": False,
+                        "code": result.error.code,
+                        "message": result.error.message,
+                    }
+                else:
+                    answer = {"op": "result", "ok": True, "value": thaw(result.value)}
+                await self.send(answer)
+
+    async def _abort(self, call_tool: AsyncToolCaller) -> None:
+        """Stop the running script; kill the worker if it does not stop in time."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGUSR1)
+        try:
+            with anyio.fail_after(ABORT_GRACE_SECONDS):
+                while True:
+                    message = await self.receive()
+                    if message.get("op") == "done":
+                        return
+                    if message.get("op") == "call":
+                        await self.send(
+                            {"op": "result", "ok": False, "code": "ABORTED", "message": "aborted"}
+                        )
+        except (TimeoutError, WorkerLost):
+            await self.kill()
+
+    async def reset(self) -> None:
+        await self.send({"op": "reset"})
+        while (await self.receive()).get("op") != "reset_done":
+            pass
+
+    async def close(self) -> None:
+        """Ask the worker to exit, then make sure it did, and remove its directory."""
+        if not self.dead:
+            with contextlib.suppress(
+                WorkerLost, anyio.BrokenResourceError, anyio.ClosedResourceError
+            ):
+                await self.send({"op": "exit"})
+            with anyio.move_on_after(KILL_GRACE_SECONDS):
+                await self.process.wait()
+        await self.kill()
+
+    async def kill(self) -> None:
+        self.dead = True
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        with anyio.CancelScope(shield=True):
+            await self.process.wait()
+            await self.process.aclose()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    async def _describe_exit(self) -> str:
+        self.dead = True
+        with anyio.move_on_after(KILL_GRACE_SECONDS):
+            await self.process.wait()
+        code = self.process.returncode
+        if code is None:
+            return "the worker stopped answering"
+        if code < 0:
+            name = signal.Signals(-code).name
+            if -code == signal.SIGKILL:
+                return f"the worker was killed ({name}), possibly out of memory"
+            return f"the worker crashed ({name})"
+        return f"the worker exited with status {code}"
+
+
+def _lost(code: str, reason: str) -> ScriptOutcome:
+    message = f"{reason}; the session's state was lost and a fresh worker will serve the next run"
+    return ScriptOutcome(error=ScriptError(code=code, message=message, kind="WorkerLost"))
+
+
+class ProcessExecutor:
+    """Sessions' scripts in worker processes, from a warm pool; the default executor.
+
+    Use it as an async context manager to keep the pool warm in the background and
+    reap idle workers; used without, workers start on demand.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        modules: frozenset[str] | None = None,
+        warm: int = WARM_WORKERS,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
+        from stdlib_bindings._modules import DEFAULT_MODULES
+
+        self.limits = limits or Limits()
+        self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
+        self.warm = warm
+        self.idle_seconds = idle_seconds
+        self._spare: list[Worker] = []
+        self._sessions: dict[str, Worker] = {}
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._refilling = 0
+
+    async def __aenter__(self) -> ProcessExecutor:
+        self._tasks = await anyio.create_task_group().__aenter__()
+        self._refill()
+        self._tasks.start_soon(self._reaper)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._tasks is not None
+        self._tasks.cancel_scope.cancel()
+        await self._tasks.__aexit__(None, None, None)
+        self._tasks = None
+        await self.aclose()
+
+    # Executor protocol ---------------------------------------------------------------
+
+    async def run(
+        self,
+        source: str,
+        *,
+        session: str,
+        tools: Mapping[str, tuple[str, ...]],
+        call_tool: AsyncToolCaller,
+    ) -> ScriptOutcome:
+        try:
+            worker = await self._worker_for(session)
+        except (WorkerLost, OSError, TimeoutError) as error:
+            return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
+        try:
+            outcome = await worker.run(source, tools, call_tool, self.limits.wall_seconds)
+        except WorkerLost as lost:
+            outcome = _lost(ErrorCode.CODE_RUNTIME_ERROR, lost.reason)
+        if worker.dead:
+            self._sessions.pop(session, None)
+            await worker.kill()
+        self._refill()
+        return outcome
+
+    async def reset(self, session: str) -> None:
+        worker = self._sessions.get(session)
+        if worker is not None:
+            try:
+                await worker.reset()
+            except WorkerLost:
+                self._sessions.pop(session, None)
+                await worker.kill()
+
+    async def close_session(self, session: str) -> None:
+        worker = self._sessions.pop(session, None)
+        if worker is not None:
+            await worker.close()
+
+    async def aclose(self) -> None:
+        workers = [*self._sessions.values(), *self._spare]
+        self._sessions.clear()
+        self._spare.clear()
+        for worker in workers:
+            await worker.close()
+
+    # Pool ----------------------------------------------------------------------------
+
+    @property
+    def workers(self) -> list[Worker]:
+        return [*self._spare, *self._sessions.values()]
+
+    async def _worker_for(self, session: str) -> Worker:
+        worker = self._sessions.get(session)
+        if worker is None or worker.dead:
+            worker = self._spare.pop() if self._spare else await self._start()
+            self._sessions[session] = worker
+        return worker
+
+    async def _start(self) -> Worker:
+        return await Worker.start(self.limits, self.modules)
+
+    def _refill(self) -> None:
+        if self._tasks is None:
+            return
+        while len(self._spare) + self._refilling < self.warm:
+            self._refilling += 1
+            self._tasks.start_soon(self._add_spare)
+
+    async def _add_spare(self) -> None:
+        try:
+            self._spare.append(await self._start())
+        except (WorkerLost, OSError, TimeoutError):
+            pass  # the next run starts one on demand and reports what went wrong
+        finally:
+            self._refilling -= 1
+
+    async def _reaper(self) -> None:
+        while True:
+            await anyio.sleep(min(self.idle_seconds / 2, 30.0))
+            await self.reap_idle()
+
+    async def reap_idle(self) -> None:
+        """Close the workers of sessions idle for longer than ``idle_seconds``."""
+        now = time.monotonic()
+        for session, worker in list(self._sessions.items()):
+            if now - worker.last_used > self.idle_seconds:
+                self._sessions.pop(session, None)
+                await worker.close()
+
+
+__all__ = ["ProcessExecutor", "Worker", "WorkerLost"]

@@ -1,0 +1,206 @@
+"""The process executor: real worker processes, hard limits, and nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from codeact import AbortSignal, ToolCall, ToolExecutionResult, ToolRegistry, tool
+from codeact._code_mode import RUN_CODE, run_code_tool
+from codeact._process import ProcessExecutor
+from codeact._sandbox import Limits, ScriptOutcome
+
+pytestmark = pytest.mark.anyio
+
+LIMITS = Limits(wall_seconds=2.0, cpu_seconds=2.0, memory_bytes=64 * 1024 * 1024)
+
+
+@tool
+def add(a: int, b: int = 0) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def registry() -> ToolRegistry:
+    base = ToolRegistry()
+    base.register(add)
+    return base
+
+
+async def run(executor: ProcessExecutor, source: str, session: str = "s") -> ScriptOutcome:
+    base = registry()
+
+    async def call_tool(name: str, arguments: dict[str, object]) -> ToolExecutionResult:
+        return await base.execute(ToolCall("t", name, arguments))  # type: ignore[arg-type]
+
+    return await executor.run(
+        source, session=session, tools={"add": ("a", "b")}, call_tool=call_tool
+    )
+
+
+def children() -> set[int]:
+    """Our direct child processes, read from /proc."""
+    me = str(os.getpid())
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            if f"\nPPid:\t{me}\n" in status:
+                found.add(int(entry.name))
+    return found
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_memory_blowup_inside_a_c_call_is_stopped_by_the_kernel_limit() -> None:
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        assert (await run(executor, "kept = 'still here'")).ok
+        outcome = await run(executor, "big = list(range(10**7))\nlen(big)")
+        assert outcome.error is not None
+        assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+        assert "out of memory" in outcome.error.message  # MemoryError from RLIMIT_AS
+        assert (await run(executor, "kept")).value == "still here"  # the worker lived on
+    finally:
+        await executor.aclose()
+
+
+async def test_a_killed_worker_gives_an_error_and_the_next_run_works() -> None:
+    executor = ProcessExecutor(limits=Limits(wall_seconds=10.0), warm=0)
+    try:
+        assert (await run(executor, "state = 1")).ok
+        (worker,) = executor.workers
+        results: list[ScriptOutcome] = []
+
+        async def loop_forever() -> None:
+            results.append(await run(executor, "while True:\n    pass"))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(loop_forever)
+            await anyio.sleep(0.3)
+            os.kill(worker.pid, signal.SIGKILL)
+        (outcome,) = results
+        assert outcome.error is not None
+        assert "killed" in outcome.error.message
+        assert "state was lost" in outcome.error.message
+        after = await run(executor, "add(2, 2)")
+        assert after.value == 4
+        lost = await run(executor, "state")
+        assert lost.error is not None
+        assert "NameError" in lost.error.message
+    finally:
+        await executor.aclose()
+
+
+async def test_a_stall_in_c_code_is_killed_at_the_deadline() -> None:
+    executor = ProcessExecutor(limits=Limits(wall_seconds=1.0, cpu_seconds=1.0), warm=0)
+    try:
+        started = time.perf_counter()
+        outcome = await run(executor, "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')")
+        elapsed = time.perf_counter() - started
+        assert outcome.error is not None
+        assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+        assert "killed at the 1 s deadline" in outcome.error.message
+        assert elapsed < 1.0 + 2.0
+        assert (await run(executor, "1 + 1")).value == 2
+    finally:
+        await executor.aclose()
+
+
+async def test_a_hundred_concurrent_sessions_leave_nothing_behind() -> None:
+    before_children, before_fds = children(), open_descriptors()
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    outcomes: dict[int, ScriptOutcome] = {}
+
+    async def session(number: int) -> None:
+        outcomes[number] = await run(executor, f"add({number}, 1)", session=f"s{number}")
+
+    async with anyio.create_task_group() as tasks:
+        for number in range(100):
+            tasks.start_soon(session, number)
+    assert {n: o.value for n, o in outcomes.items()} == {n: n + 1 for n in range(100)}
+    assert len(executor.workers) == 100
+    await executor.aclose()
+    assert children() == before_children
+    assert open_descriptors() == before_fds
+
+
+async def test_cancelling_the_call_aborts_the_script_and_keeps_the_worker() -> None:
+    executor = ProcessExecutor(limits=Limits(wall_seconds=10.0), warm=0)
+    base = registry()
+    scope = base.child()
+    scope.register(run_code_tool(base, executor=executor))
+    try:
+        await scope.execute(ToolCall("r1", RUN_CODE, {"code": "kept = 7"}))
+        signal_ = AbortSignal()
+        results: list[ToolExecutionResult] = []
+
+        async def go() -> None:
+            call = ToolCall("r2", RUN_CODE, {"code": "while True:\n    pass"})
+            results.append(await scope.execute(call, abort=signal_))
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(go)
+                await anyio.sleep(0.3)
+                signal_.abort("stop")
+        assert results[0].is_error
+        assert results[0].error.code == "ABORTED"
+        again = await scope.execute(ToolCall("r3", RUN_CODE, {"code": "kept"}))
+        assert again.value["result"] == 7  # type: ignore[index]
+    finally:
+        await executor.aclose()
+
+
+async def test_the_warm_pool_serves_a_new_session_without_starting_a_process() -> None:
+    async with ProcessExecutor(limits=LIMITS, warm=2) as executor:
+        with anyio.fail_after(20):
+            while len(executor.workers) < 2:
+                await anyio.sleep(0.05)
+        spare = {w.pid for w in executor.workers}
+        started = time.perf_counter()
+        assert (await run(executor, "1", session="fresh")).value == 1
+        elapsed = time.perf_counter() - started
+        assert executor._sessions["fresh"].pid in spare
+        assert elapsed < 0.2  # a process start with imports takes longer than this
+
+
+async def test_workers_get_a_scrubbed_environment_few_descriptors_and_their_own_directory() -> None:
+    os.environ["CODEACT_HOST_SECRET"] = "do-not-leak"
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        assert (await run(executor, "1")).ok
+        (worker,) = executor.workers
+        environment = Path(f"/proc/{worker.pid}/environ").read_bytes()
+        assert b"do-not-leak" not in environment
+        assert b"CODEACT_HOST_SECRET" not in environment
+        descriptors = os.listdir(f"/proc/{worker.pid}/fd")
+        assert len(descriptors) <= 8
+        cwd = os.readlink(f"/proc/{worker.pid}/cwd")
+        assert Path(cwd).name.startswith("codeact-worker-")
+    finally:
+        del os.environ["CODEACT_HOST_SECRET"]
+        await executor.aclose()
+    assert not Path(cwd).exists()
+
+
+async def test_idle_workers_are_reaped() -> None:
+    executor = ProcessExecutor(limits=LIMITS, warm=0, idle_seconds=0.0)
+    try:
+        assert (await run(executor, "1")).ok
+        (worker,) = executor.workers
+        await executor.reap_idle()
+        assert executor.workers == []
+        assert worker.process.returncode is not None
+    finally:
+        await executor.aclose()
