@@ -7,6 +7,8 @@ import json
 import anyio
 
 from . import RulePolicy, ToolCall, ToolRegistry, deny, tool
+from ._code_mode import RUN_CODE, run_code_tool
+from ._process import ProcessExecutor
 
 
 @tool
@@ -44,6 +46,32 @@ async def main() -> None:
     for call, result in zip(calls, await registry.execute_many(calls), strict=True):
         status = f"error {result.error.code}" if result.is_error else "ok"
         print(f"  {call.id} {call.name}({call.arguments}) -> {status}: {result.content[0].text}")
+    await code_mode(registry)
+
+
+SCRIPT = """\
+rates = {c: lookup_rate(c) for c in ["USD", "GBP"]}
+best = max(rates, key=rates.get)
+print("best rate:", best, rates[best])
+try:
+    delete_account("bob")
+except ToolError as error:
+    print("refused:", error.code)
+convert(250, rate=rates[best])
+"""
+
+
+async def code_mode(registry: ToolRegistry) -> None:
+    """The same tools, called from one script in a worker process through run_code."""
+    executor = ProcessExecutor()
+    scope = registry.child()
+    scope.register(run_code_tool(registry, executor=executor))
+    try:
+        result = await scope.execute(ToolCall("call_7", RUN_CODE, {"code": SCRIPT}))
+    finally:
+        await executor.aclose()
+    print("\nCode mode, one run_code call:")
+    print("  " + result.content[0].text.replace("\n", "\n  "))
 
 
 if __name__ == "__main__":
