@@ -28,6 +28,7 @@ pytest: $(STAMP)
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import dispatch, executor, interpreter
+from . import advertisement, dispatch, executor, interpreter
 
-for module in (dispatch, interpreter, executor):
+for module in (dispatch, interpreter, executor, advertisement):
     module.main()
     print()

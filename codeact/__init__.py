@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
     from ._invocation import Invocation
     from ._json import FrozenJson, JsonValue
+    from ._modes import Mode, Runtime
     from ._policy import Action, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
     from ._registry import Disposer, Owner, ToolRegistry
     from ._results import (
@@ -40,10 +41,12 @@ _EXPORTS: dict[str, str] = {
     "FrozenJson": "._json",
     "Invocation": "._invocation",
     "JsonValue": "._json",
+    "Mode": "._modes",
     "Owner": "._registry",
     "Policy": "._policy",
     "Rule": "._policy",
     "RulePolicy": "._policy",
+    "Runtime": "._modes",
     "TextBlock": "._results",
     "Tool": "._tool",
     "ToolCall": "._call",
@@ -95,10 +98,12 @@ __all__ = [
     "FrozenJson",
     "Invocation",
     "JsonValue",
+    "Mode",
     "Owner",
     "Policy",
     "Rule",
     "RulePolicy",
+    "Runtime",
     "TextBlock",
     "Tool",
     "ToolCall",

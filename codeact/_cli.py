@@ -6,7 +6,7 @@ import argparse
 import importlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,32 @@ def command_run(options: argparse.Namespace) -> int:
     return EXIT_ERROR if result.is_error else EXIT_OK
 
 
+def command_schemas(options: argparse.Namespace) -> int:
+    from ._modes import Runtime
+    from ._providers import anthropic_tools, openai_chat_tools, openai_responses_tools
+
+    registry = ToolRegistry()
+    if options.stdlib:
+        import stdlib_bindings
+
+        register = getattr(stdlib_bindings, "register", None)
+        if register is None:
+            raise UsageFailure("--stdlib: the standard bindings are not available in this build")
+        register(registry, workspace=Path.cwd())
+    for spec in options.tools or []:
+        load_tools(spec, registry)
+    runtime = Runtime(registry, executor=InProcessExecutor())
+    schemas = runtime.schemas(options.mode)
+    formats: dict[str, Callable[[], object]] = {
+        "plain": lambda: schemas,
+        "openai": lambda: openai_chat_tools(schemas, strict=options.strict),
+        "openai-responses": lambda: openai_responses_tools(schemas, strict=options.strict),
+        "anthropic": lambda: anthropic_tools(schemas),
+    }
+    print(json.dumps(formats[options.format](), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codeact", description="Let agents act through code.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +128,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--executor", choices=("process", "inprocess"), default="process")
     run.add_argument("--json", action="store_true", help="print the whole result as JSON")
     run.set_defaults(handler=command_run)
+    schemas = commands.add_parser("schemas", help="print the advertisement for a mode and format")
+    schemas.add_argument("--mode", choices=("native", "code", "both"), default="both")
+    schemas.add_argument(
+        "--format", choices=("openai", "openai-responses", "anthropic", "plain"), default="plain"
+    )
+    schemas.add_argument(
+        "--strict", action="store_true", help="OpenAI strict schemas where possible"
+    )
+    schemas.add_argument("--stdlib", action="store_true", help="include the standard tools")
+    schemas.add_argument(
+        "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
+    )
+    schemas.set_defaults(handler=command_schemas)
     return parser
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +13,7 @@ from ._dispatch import current_invocation
 from ._exceptions import ToolError
 from ._executors import Executor
 from ._json import FrozenJson, JsonValue
+from ._precheck import check_script, defined_names
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult
@@ -46,8 +48,22 @@ def bindable_tools(registry: ToolRegistry) -> list[Tool]:
     return [t for t in registry.tools() if t.name != RUN_CODE and t.name.isidentifier()]
 
 
-def describe_run_code(registry: ToolRegistry, *, modules: frozenset[str], limits: Limits) -> str:
-    """run_code's description: how to use it, then every bound tool as a Python stub."""
+def describe_run_code(
+    registry: ToolRegistry,
+    *,
+    modules: frozenset[str],
+    limits: Limits,
+    lazy: str | None = None,
+    name_budget: int = 2_000,
+) -> str:
+    """run_code's description: how to use it, then the bound tools.
+
+    ``lazy=None`` lists every tool as a Python stub; ``"names"`` lists names only,
+    within ``name_budget`` characters, in registration order (so adding a tool never
+    changes what comes before it); ``"none"`` lists nothing. Both lazy forms point to
+    ``search_tools`` and ``describe``. The fixed text comes first, so the prompt
+    prefix stays byte-stable.
+    """
     tools = bindable_tools(registry)
     parts = [
         "Run a Python script. Every tool below is a plain function in the script; "
@@ -59,8 +75,24 @@ def describe_run_code(registry: ToolRegistry, *, modules: frozenset[str], limits
         f"Limits: {limits.wall_seconds:g} s, {limits.max_tool_calls} tool calls and "
         f"{limits.max_output_chars:,} characters of output per run.",
     ]
-    if tools:
-        parts.append("Tools:\n\n" + stubs(tools))
+    if lazy is None:
+        if tools:
+            parts.append("Tools:\n\n" + stubs(tools))
+        return "\n\n".join(parts)
+    parts.append(
+        "More tools are callable than are shown: call search_tools(query) to find them "
+        "and describe(name) for a tool's signature, inside a script."
+    )
+    if lazy == "names":
+        listed, used = [], 0
+        for t in tools:
+            if used + len(t.name) + 2 > name_budget:
+                break
+            listed.append(t.name)
+            used += len(t.name) + 2
+        parts.append(
+            "Tool names: " + ", ".join(listed) + ("" if len(listed) == len(tools) else ", ...")
+        )
     return "\n\n".join(parts)
 
 
@@ -71,6 +103,7 @@ def run_code_tool(
     session: str = DEFAULT_SESSION,
     limits: Limits | None = None,
     modules: frozenset[str] | None = None,
+    precheck: bool = True,
 ) -> Tool:
     """The reserved ``run_code`` tool for ``registry``: register it in a child registry.
 
@@ -86,7 +119,15 @@ def run_code_tool(
     modules = frozenset(DEFAULT_MODULES if modules is None else modules)
     runner = executor or ProcessExecutor(limits=limits, modules=modules)
 
+    session_names: set[str] = set()
+
     async def run_code(code: str) -> dict[str, Any]:
+        tools = {t.name: t.parameter_names for t in bindable_tools(registry)}
+        if precheck:
+            findings = check_script(code, tools, known=session_names)
+            if findings:
+                details = "\n".join(f.message for f in findings)
+                raise ToolError(f"the script was not run:\n{details}", findings[0].code)
         invocation = current_invocation()
         parent = invocation.call_id if invocation else None
         numbers = itertools.count(1)
@@ -96,11 +137,11 @@ def run_code_tool(
             call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, arguments)
             return await registry.execute(call, parent=parent, abort=abort)
 
-        tools = {t.name: t.parameter_names for t in bindable_tools(registry)}
         try:
             outcome = await runner.run(code, session=session, tools=tools, call_tool=call_tool)
         finally:
             abort.abort("the script ended")
+        session_names.update(_names_defined(code))
         if outcome.error is not None:
             raise ToolError(render_failure(outcome), outcome.error.code)
         return {
@@ -124,6 +165,13 @@ def run_code_tool(
         render=render_success,
         max_content_chars=limits.max_output_chars + 5_000,
     )
+
+
+def _names_defined(code: str) -> set[str]:
+    try:
+        return defined_names(ast.parse(code))
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
 
 
 def render_success(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:

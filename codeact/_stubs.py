@@ -73,8 +73,11 @@ def signature(tool: Tool) -> str:
 def stub(tool: Tool) -> str:
     """A tool's signature with its docstring, as Python source."""
     doc = tool.description.strip().replace('"""', "'''") or "(no description)"
-    body = "\n".join(f"    {line}" if line else "" for line in doc.splitlines())
-    return f'{signature(tool)}\n    """{body.lstrip()}\n    """'
+    lines = doc.splitlines()
+    if len(lines) == 1:
+        return f'{signature(tool)}\n    """{doc}"""'
+    body = "\n".join(f"    {line}" if line else "" for line in lines[1:])
+    return f'{signature(tool)}\n    """{lines[0]}\n{body}\n    """'
 
 
 def stubs(tools: Sequence[Tool]) -> str:

@@ -68,3 +68,21 @@ def test_bad_usage_exits_two() -> None:
     assert codeact("run").returncode == 2
     assert codeact("run", "missing-file.py").returncode == 2
     assert codeact("run", "-", "--tools", "no_such_module:X", stdin="1").returncode == 2
+
+
+def test_schemas_prints_each_mode_in_each_format() -> None:
+    native = json.loads(
+        codeact(
+            "schemas", "--mode", "native", "--format", "openai", "--tools", "cli_tools:TOOLS"
+        ).stdout
+    )
+    assert [t["function"]["name"] for t in native] == ["double"]
+    code = json.loads(
+        codeact(
+            "schemas", "--mode", "code", "--format", "anthropic", "--tools", "cli_tools:TOOLS"
+        ).stdout
+    )
+    assert [t["name"] for t in code] == ["run_code"]
+    assert "def double(x: int) -> int:" in code[0]["description"]
+    both = json.loads(codeact("schemas", "--mode", "both", "--tools", "cli_tools:TOOLS").stdout)
+    assert [t["name"] for t in both] == ["double", "run_code"]

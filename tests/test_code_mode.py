@@ -106,8 +106,11 @@ async def test_syntax_errors_show_line_column_and_caret() -> None:
 
 async def test_name_errors_hint_at_the_closest_tool() -> None:
     _, scope = code_registry()
-    result = await run(scope, "lokup('x')")
-    assert "did you mean: lookup" in result.text
+    checked = await run(scope, "lokup('x')")
+    assert checked.error.code == "UNKNOWN_TOOL"  # type: ignore[union-attr]
+    assert "Did you mean: lookup?" in checked.text  # found before running
+    result = await run(scope, "f = lokup")
+    assert "did you mean: lookup" in result.text  # found while running
 
 
 async def test_state_persists_between_run_code_calls() -> None:

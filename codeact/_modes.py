@@ -1,0 +1,196 @@
+"""Modes and the runtime: one registry, advertised natively, as code, or both, per request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from ._abort import AbortSignal
+from ._call import ToolCall
+from ._code_mode import RUN_CODE, describe_run_code, run_code_tool
+from ._discovery import DESCRIBE, SEARCH_TOOLS, discovery_tools
+from ._executors import Executor
+from ._json import JsonValue
+from ._process import ProcessExecutor
+from ._registry import ToolRegistry, advertise
+from ._results import ToolExecutionResult, failure
+from ._sandbox import Limits
+from ._tool import Tool
+
+DEFAULT_LAZY_THRESHOLD = 40
+RESERVED = frozenset({RUN_CODE, SEARCH_TOOLS, DESCRIBE})
+
+
+class Mode(StrEnum):
+    """How the tools are offered to a model."""
+
+    NATIVE = "native"
+    CODE = "code"
+    BOTH = "both"
+
+
+class Runtime:
+    """A registry offered in a mode that can change from one request to the next.
+
+    ``schemas(mode)`` is the advertisement; ``execute(call, mode=...)`` runs a call the
+    advertisement allows (a name it did not advertise gets UNKNOWN_TOOL). Past
+    ``lazy_threshold`` tools, code mode advertises names only (``lazy="names"``) or
+    none (``lazy="none"``), and ``search_tools``/``describe`` become callable, from
+    scripts and, in both mode, natively.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        mode: Mode | str = Mode.BOTH,
+        executor: Executor | None = None,
+        limits: Limits | None = None,
+        modules: frozenset[str] | None = None,
+        session: str = "default",
+        lazy_threshold: int = DEFAULT_LAZY_THRESHOLD,
+        lazy: str = "names",
+    ) -> None:
+        from stdlib_bindings._modules import DEFAULT_MODULES
+
+        if lazy not in ("names", "none"):
+            raise ValueError("lazy must be 'names' or 'none'")
+        self.registry = registry
+        self.mode = Mode(mode)
+        self.limits = limits or Limits()
+        self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
+        self.lazy_threshold = lazy_threshold
+        self.lazy = lazy
+        self._scope = registry.child()
+        self._discovery = discovery_tools(self.user_tools)
+        self._discovery_disposers: list[Any] = []
+        self.executor: Executor = executor or ProcessExecutor(
+            limits=self.limits, modules=self.modules
+        )
+        self._run_code = run_code_tool(
+            self._scope,
+            executor=self.executor,
+            session=session,
+            limits=self.limits,
+            modules=self.modules,
+        )
+        self._scope.register(self._run_code)
+        self._portal: BlockingPortal | None = None
+        self._portal_context: Any = None
+
+    # Advertisement ---------------------------------------------------------------------
+
+    def user_tools(self) -> list[Tool]:
+        return [t for t in self.registry.tools() if t.name not in RESERVED]
+
+    @property
+    def is_lazy(self) -> bool:
+        return len(self.user_tools()) > self.lazy_threshold
+
+    def advertised(self, mode: Mode | str | None = None) -> list[str]:
+        """The names a model may call in ``mode``."""
+        mode = Mode(mode or self.mode)
+        self._sync_discovery()
+        names = []
+        if mode in (Mode.NATIVE, Mode.BOTH):
+            names += [t.name for t in self.user_tools()]
+        if mode in (Mode.CODE, Mode.BOTH):
+            names.append(RUN_CODE)
+        if mode is Mode.BOTH and self.is_lazy:
+            names += [SEARCH_TOOLS, DESCRIBE]
+        return names
+
+    def schemas(self, mode: Mode | str | None = None) -> list[dict[str, JsonValue]]:
+        """The advertisement for ``mode``: exactly ``{name, description, parameters}`` each."""
+        mode = Mode(mode or self.mode)
+        names = self.advertised(mode)
+        out = []
+        for name in names:
+            if name == RUN_CODE:
+                out.append(self._run_code_schema())
+            else:
+                found = self._scope.get(name)
+                assert found is not None
+                out.append(advertise(found))
+        return out
+
+    def _run_code_schema(self) -> dict[str, JsonValue]:
+        schema = advertise(self._run_code)
+        schema["description"] = describe_run_code(
+            self._scope,
+            modules=self.modules,
+            limits=self.limits,
+            lazy=self.lazy if self.is_lazy else None,
+        )
+        return schema
+
+    def _sync_discovery(self) -> None:
+        """Bind search_tools and describe exactly while the catalog is past the threshold."""
+        if self.is_lazy and not self._discovery_disposers:
+            self._discovery_disposers = [self._scope.register(t) for t in self._discovery]
+        elif not self.is_lazy and self._discovery_disposers:
+            for dispose in self._discovery_disposers:
+                dispose()
+            self._discovery_disposers = []
+
+    # Dispatch ----------------------------------------------------------------------------
+
+    async def execute(
+        self, call: ToolCall, *, mode: Mode | str | None = None, abort: AbortSignal | None = None
+    ) -> ToolExecutionResult:
+        """Run a call the advertisement for ``mode`` allows; anything else is UNKNOWN_TOOL."""
+        allowed = self.advertised(mode)
+        if call.name not in allowed:
+            listed = ", ".join(allowed)
+            where = Mode(mode or self.mode)
+            message = f"unknown tool {call.name!r} in {where} mode. Available tools: {listed}"
+            return failure(call.id, call.name, "UNKNOWN_TOOL", message)
+        return await self._scope.execute(call, abort=abort)
+
+    async def execute_many(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        mode: Mode | str | None = None,
+        abort: AbortSignal | None = None,
+    ) -> list[ToolExecutionResult]:
+        allowed = set(self.advertised(mode))
+        known = [c for c in calls if c.name in allowed]
+        ran = iter(await self._scope.execute_many(known, abort=abort))
+        return [next(ran) if c.name in allowed else await self.execute(c, mode=mode) for c in calls]
+
+    async def aclose(self) -> None:
+        """Close the executor (its worker processes): async users call this."""
+        await self.executor.aclose()
+
+    # Sync twins for notebooks and scripts: one background event loop per runtime --------
+
+    def _blocking(self) -> BlockingPortal:
+        if self._portal is None:
+            self._portal_context = start_blocking_portal("asyncio")
+            self._portal = self._portal_context.__enter__()
+        return self._portal
+
+    def execute_sync(
+        self, call: ToolCall, *, mode: Mode | str | None = None
+    ) -> ToolExecutionResult:
+        """``execute`` from synchronous code (works inside a running notebook loop too)."""
+        return self._blocking().call(lambda: self.execute(call, mode=mode))
+
+    def execute_many_sync(
+        self, calls: Sequence[ToolCall], *, mode: Mode | str | None = None
+    ) -> list[ToolExecutionResult]:
+        return self._blocking().call(lambda: self.execute_many(calls, mode=mode))
+
+    def close(self) -> None:
+        """Close what the sync twins started: the executor and their event loop."""
+        if self._portal is not None:
+            self._portal.call(self.aclose)
+            self._portal_context.__exit__(None, None, None)
+            self._portal = self._portal_context = None
+
+
+__all__ = ["DEFAULT_LAZY_THRESHOLD", "RESERVED", "Mode", "Runtime"]

@@ -1,0 +1,229 @@
+"""Provider wire formats: advertisements, tool calls out of assistant messages, results back.
+
+Plain dicts in the shapes the OpenAI Chat Completions, OpenAI Responses and
+Anthropic Messages APIs take, so codeact embeds in any loop, ours or not.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ._call import ToolCall
+from ._json import JsonValue
+from ._results import ToolExecutionResult
+
+Schema = Mapping[str, JsonValue]
+
+# Keywords OpenAI's strict mode does not accept; a schema using them stays non-strict.
+_STRICT_UNSUPPORTED = frozenset(
+    {
+        "patternProperties",
+        "propertyNames",
+        "unevaluatedProperties",
+        "dependentSchemas",
+        "if",
+        "then",
+        "else",
+        "not",
+    }
+)
+_STRICT_DROPPED = frozenset({"default", "title", "examples"})
+
+
+# Advertisement ---------------------------------------------------------------------------
+
+
+def openai_chat_tools(schemas: Iterable[Schema], *, strict: bool = False) -> list[dict[str, Any]]:
+    """``tools`` for Chat Completions; with ``strict``, each schema that allows it is strict."""
+    tools = []
+    for schema in schemas:
+        function: dict[str, Any] = {
+            "name": schema["name"],
+            "description": schema["description"],
+            "parameters": schema["parameters"],
+        }
+        converted = to_strict(schema["parameters"]) if strict else None
+        if converted is not None:
+            function["parameters"] = converted
+            function["strict"] = True
+        tools.append({"type": "function", "function": function})
+    return tools
+
+
+def openai_responses_tools(
+    schemas: Iterable[Schema], *, strict: bool = False
+) -> list[dict[str, Any]]:
+    """Function tools for the Responses API."""
+    tools = []
+    for schema in schemas:
+        converted = to_strict(schema["parameters"]) if strict else None
+        tools.append(
+            {
+                "type": "function",
+                "name": schema["name"],
+                "description": schema["description"],
+                "parameters": converted if converted is not None else schema["parameters"],
+                "strict": converted is not None,
+            }
+        )
+    return tools
+
+
+def anthropic_tools(schemas: Iterable[Schema]) -> list[dict[str, Any]]:
+    """``tools`` for Anthropic Messages."""
+    return [
+        {"name": s["name"], "description": s["description"], "input_schema": s["parameters"]}
+        for s in schemas
+    ]
+
+
+def to_strict(parameters: Any) -> dict[str, Any] | None:
+    """The strict-mode form of a parameters schema, or None when it has none.
+
+    Strict mode wants every object closed (``additionalProperties: false``) with all
+    properties required; an optional property becomes required and nullable.
+    """
+    try:
+        converted = _strict(copy.deepcopy(parameters), optional=False)
+    except _NotStrict:
+        return None
+    return converted if isinstance(converted, dict) else None
+
+
+class _NotStrict(Exception):
+    pass
+
+
+def _strict(schema: Any, *, optional: bool) -> Any:
+    if not isinstance(schema, dict):
+        raise _NotStrict
+    if _STRICT_UNSUPPORTED & set(schema):
+        raise _NotStrict
+    out = {k: v for k, v in schema.items() if k not in _STRICT_DROPPED}
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in out:
+            out[key] = [_strict(option, optional=False) for option in out[key]]
+    if "items" in out:
+        out["items"] = _strict(out["items"], optional=False)
+    if "$defs" in out:
+        out["$defs"] = {name: _strict(sub, optional=False) for name, sub in out["$defs"].items()}
+    if out.get("type") == "object" or "properties" in out:
+        extra = out.get("additionalProperties")
+        if extra not in (None, False):
+            raise _NotStrict  # open maps have no strict form
+        properties = out.get("properties", {})
+        required = set(out.get("required", []))
+        out["properties"] = {
+            name: _strict(sub, optional=name not in required) for name, sub in properties.items()
+        }
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+    if optional:
+        out = _nullable(out)
+    return out
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind != "null":
+        return {**schema, "type": [kind, "null"]}
+    if isinstance(kind, list) and "null" not in kind:
+        return {**schema, "type": [*kind, "null"]}
+    if "anyOf" in schema and not any(o.get("type") == "null" for o in schema["anyOf"]):
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    if "$ref" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
+    return schema
+
+
+# Tool calls out of assistant messages ----------------------------------------------------
+
+
+def calls_from_openai_chat(message: Mapping[str, Any]) -> list[ToolCall]:
+    """The tool calls of a Chat Completions assistant message, arguments kept raw."""
+    calls = []
+    for item in message.get("tool_calls") or ():
+        function = item.get("function") or {}
+        calls.append(
+            ToolCall(
+                str(item.get("id", "")),
+                str(function.get("name", "")),
+                _raw(function.get("arguments")),
+            )
+        )
+    return calls
+
+
+def calls_from_openai_responses(output: Iterable[Mapping[str, Any]]) -> list[ToolCall]:
+    """The ``function_call`` items of a Responses API output."""
+    return [
+        ToolCall(
+            str(item.get("call_id", "")), str(item.get("name", "")), _raw(item.get("arguments"))
+        )
+        for item in output
+        if item.get("type") == "function_call"
+    ]
+
+
+def calls_from_anthropic(message: Mapping[str, Any]) -> list[ToolCall]:
+    """The ``tool_use`` blocks of an Anthropic assistant message."""
+    return [
+        ToolCall(str(block.get("id", "")), str(block.get("name", "")), _raw(block.get("input")))
+        for block in message.get("content") or ()
+        if isinstance(block, Mapping) and block.get("type") == "tool_use"
+    ]
+
+
+def _raw(arguments: Any) -> str | Mapping[str, object]:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str | Mapping):
+        return arguments
+    return str(arguments)
+
+
+# Results back ----------------------------------------------------------------------------
+
+
+def openai_chat_results(results: Sequence[ToolExecutionResult]) -> list[dict[str, Any]]:
+    """One ``tool`` message per result, each citing its call id."""
+    return [{"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results]
+
+
+def openai_responses_results(results: Sequence[ToolExecutionResult]) -> list[dict[str, Any]]:
+    """``function_call_output`` input items, each citing its call id."""
+    return [
+        {"type": "function_call_output", "call_id": r.call_id, "output": r.text} for r in results
+    ]
+
+
+def anthropic_results(results: Sequence[ToolExecutionResult]) -> dict[str, Any]:
+    """One ``user`` message with a ``tool_result`` block per result, errors flagged."""
+    return {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": r.call_id,
+                "content": r.text,
+                "is_error": r.is_error,
+            }
+            for r in results
+        ],
+    }
+
+
+__all__ = [
+    "anthropic_results",
+    "anthropic_tools",
+    "calls_from_anthropic",
+    "calls_from_openai_chat",
+    "calls_from_openai_responses",
+    "openai_chat_results",
+    "openai_chat_tools",
+    "openai_responses_results",
+    "openai_responses_tools",
+    "to_strict",
+]

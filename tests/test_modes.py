@@ -1,0 +1,143 @@
+"""Modes over one registry: what each advertises, what each lets run, lazy discovery."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from codeact import ToolCall, ToolRegistry, tool
+from codeact._executors import InProcessExecutor
+from codeact._modes import Mode, Runtime
+
+
+@tool
+def add(a: int, b: int = 0) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def forecast(city: str, days: int = 3) -> dict[str, list[float]]:
+    """Weather forecast for a city.
+
+    Args:
+        city: City name.
+        days: How many days ahead.
+    """
+    return {"highs": [20.0 + d for d in range(days)]}
+
+
+def many_tools(count: int) -> list[object]:
+    made = []
+    for number in range(count):
+
+        def body(item: str) -> str:
+            return item
+
+        body.__doc__ = f"Look up record {number} in catalog section {number % 7}."
+        made.append(tool(name=f"catalog_lookup_{number}")(body))
+    return made
+
+
+@pytest.fixture
+def runtime() -> Iterator[Runtime]:
+    registry = ToolRegistry()
+    registry.register(add)
+    registry.register(forecast)
+    made = Runtime(registry, executor=InProcessExecutor())
+    yield made
+    made.close()
+
+
+def test_each_mode_advertises_what_it_should(runtime: Runtime) -> None:
+    names = {mode: [s["name"] for s in runtime.schemas(mode)] for mode in Mode}
+    assert names == {
+        Mode.NATIVE: ["add", "forecast"],
+        Mode.CODE: ["run_code"],
+        Mode.BOTH: ["add", "forecast", "run_code"],
+    }
+    for schema in runtime.schemas(Mode.BOTH):
+        assert set(schema) == {"name", "description", "parameters"}
+
+
+def test_the_mode_switches_per_request_without_registering_again(runtime: Runtime) -> None:
+    native = runtime.execute_sync(ToolCall("1", "add", {"a": 2, "b": 3}), mode="native")
+    assert native.value == 5
+    refused = runtime.execute_sync(ToolCall("2", "add", {"a": 2}), mode="code")
+    assert refused.is_error
+    assert refused.error.code == "UNKNOWN_TOOL"
+    coded = runtime.execute_sync(ToolCall("3", "run_code", {"code": "add(2, 3)"}), mode="code")
+    assert coded.value["result"] == 5  # type: ignore[index]
+    refused_code = runtime.execute_sync(ToolCall("4", "run_code", {"code": "1"}), mode="native")
+    assert refused_code.is_error
+
+
+def test_stubs_are_python_with_types_returns_and_docstrings(runtime: Runtime) -> None:
+    (schema,) = runtime.schemas(Mode.CODE)
+    description = str(schema["description"])
+    stubs = description[description.index("def add") :]
+    tree = ast.parse("from typing import Any, Literal\n" + stubs)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert set(functions) == {"add", "forecast"}
+    assert ast.unparse(functions["forecast"].returns) == "dict[str, list[float]]"  # type: ignore[arg-type]
+    assert ast.get_docstring(functions["forecast"]) == "Weather forecast for a city."
+    assert "Importable modules:" in description
+    assert "Limits:" in description
+    assert runtime.schemas(Mode.CODE) == runtime.schemas(Mode.CODE)
+
+
+def test_static_checks_refuse_unknown_tools_and_keywords_without_running(runtime: Runtime) -> None:
+    result = runtime.execute_sync(
+        ToolCall(
+            "1",
+            "run_code",
+            {"code": "side_effect = add(1, 1)\nforecst('Oslo')\nforecast(town='Oslo')"},
+        ),
+        mode="code",
+    )
+    assert result.is_error
+    assert result.error.code == "UNKNOWN_TOOL"
+    assert "Did you mean: forecast" in result.text
+    assert "no parameter 'town'" in result.text
+    later = runtime.execute_sync(ToolCall("2", "run_code", {"code": "side_effect"}), mode="code")
+    assert later.is_error
+    assert "NameError" in later.text
+
+
+def test_names_from_earlier_runs_pass_the_static_check(runtime: Runtime) -> None:
+    runtime.execute_sync(
+        ToolCall("1", "run_code", {"code": "def helper(x):\n    return add(x, 1)"}), mode="code"
+    )
+    result = runtime.execute_sync(ToolCall("2", "run_code", {"code": "helper(41)"}), mode="code")
+    assert result.value["result"] == 42  # type: ignore[index]
+
+
+def test_large_catalogs_switch_to_lazy_discovery_with_a_bounded_stable_prefix() -> None:
+    registry = ToolRegistry()
+    for made in many_tools(100):
+        registry.register(made)  # type: ignore[arg-type]
+    runtime = Runtime(registry, executor=InProcessExecutor(), lazy_threshold=40)
+    try:
+        (before,) = runtime.schemas(Mode.CODE)
+        for made in many_tools(1000)[100:]:
+            registry.register(made)  # type: ignore[arg-type]
+        (after,) = runtime.schemas(Mode.CODE)
+        text_before, text_after = str(before["description"]), str(after["description"])
+        assert len(text_after) < 3_500
+        assert text_after.startswith(text_before.removesuffix(", ...")[:-200])
+        assert "search_tools(query)" in text_after
+        both = [s["name"] for s in runtime.schemas(Mode.BOTH)]
+        assert both[-3:] == ["run_code", "search_tools", "describe"]
+        script = "found = search_tools('record 512')\nsig = describe(found[0]['name'])\n(found[0]['name'], sig['signature'][:30])"
+        result = runtime.execute_sync(ToolCall("1", "run_code", {"code": script}), mode="code")
+        assert result.value["result"][0] == "catalog_lookup_512"  # type: ignore[index]
+        assert result.value["result"][1].startswith("def catalog_lookup_512(")  # type: ignore[index]
+        native = runtime.execute_sync(
+            ToolCall("2", "describe", {"name": "catalog_lookup_3"}), mode="both"
+        )
+        assert json.loads(native.text)["name"] == "catalog_lookup_3"
+    finally:
+        runtime.close()
