@@ -18,8 +18,8 @@ demo: $(STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check codeact stdlib_bindings tests benchmarks
-	$(BIN)/ruff format --check codeact stdlib_bindings tests benchmarks
+	$(BIN)/ruff check codeact stdlib_bindings tests benchmarks examples
+	$(BIN)/ruff format --check codeact stdlib_bindings tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,0 +1,1 @@
+"""Examples of embedding codeact, each exercised by the test suite."""
