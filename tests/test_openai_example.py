@@ -6,7 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from openai import OpenAI
@@ -21,7 +21,7 @@ SCRIPT = (
 class ScriptedServer(BaseHTTPRequestHandler):
     """Chat Completions: first a run_code call, then an answer built from the tool result."""
 
-    requests: list[dict[str, Any]] = []
+    requests: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
