@@ -29,6 +29,9 @@ from ._json import JsonValue
 from ._sandbox import Limits, Sandbox, ScriptError, ScriptOutcome, ToolCallRecord
 
 MAX_OPEN_FILES = 64
+# Per-run CPU time is the watchdog's; this lifetime budget is the kernel's backstop
+# (SIGXCPU, then SIGKILL), for a worker that somehow escaped the watchdog.
+LIFETIME_CPU_SECONDS = 3_600
 VIRTUAL_MEMORY_HEADROOM = 256 * 1024 * 1024
 
 
@@ -74,12 +77,15 @@ def apply_os_limits(limits: Limits) -> None:
         (resource.RLIMIT_NOFILE, MAX_OPEN_FILES),
         (resource.RLIMIT_CORE, 0),
     ):
-        try:
-            resource.setrlimit(kind, (value, value))
-        except (ValueError, OSError):  # a limit the platform will not lower stays as it was
-            continue
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+        _lower(kind, value)
+    cpu = int(max(LIFETIME_CPU_SECONDS, limits.cpu_seconds * 10))
+    _lower(resource.RLIMIT_CPU, cpu, cpu + 5)
+    _lower(resource.RLIMIT_NPROC, 0)
+
+
+def _lower(kind: int, soft: int, hard: int | None = None) -> None:
+    with contextlib.suppress(ValueError, OSError):  # a limit the platform keeps stays as is
+        resource.setrlimit(kind, (soft, soft if hard is None else hard))
 
 
 def _virtual_memory() -> int:

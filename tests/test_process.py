@@ -187,6 +187,14 @@ async def test_workers_get_a_scrubbed_environment_few_descriptors_and_their_own_
         descriptors = os.listdir(f"/proc/{worker.pid}/fd")
         assert len(descriptors) <= 8
         cwd = os.readlink(f"/proc/{worker.pid}/cwd")
+        limits = {
+            line[:26].strip(): line[26:].split()[0]
+            for line in Path(f"/proc/{worker.pid}/limits").read_text().splitlines()[1:]
+        }
+        assert limits["Max file size"] == "0"
+        assert limits["Max open files"] == "64"
+        assert limits["Max cpu time"] != "unlimited"
+        assert limits["Max address space"] != "unlimited"
         assert Path(cwd).name.startswith("codeact-worker-")
     finally:
         del os.environ["CODEACT_HOST_SECRET"]
