@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._invocation import Invocation
     from ._json import FrozenJson, JsonValue
     from ._modes import Mode, Runtime
-    from ._policy import Action, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
+    from ._policy import Action, Approver, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
     from ._registry import Disposer, Owner, ToolRegistry
     from ._results import (
         ContentBlock,
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "AbortSignal": "._abort",
     "Action": "._policy",
+    "Approver": "._policy",
     "CodeActError": "._exceptions",
     "ContentBlock": "._results",
     "DispatchEvent": "._events",
@@ -90,6 +91,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AbortSignal",
     "Action",
+    "Approver",
     "CodeActError",
     "ContentBlock",
     "DispatchEvent",

@@ -146,6 +146,14 @@ class ToolRegistry:
     # Dispatch -----------------------------------------------------------------
 
     @property
+    def own_policy(self) -> Policy | None:
+        """The policy set on this registry itself (None: inherited or the default)."""
+        return self._policy
+
+    def set_policy(self, policy: Policy | None) -> None:
+        self._policy = policy
+
+    @property
     def policy(self) -> Policy:
         if self._policy is not None:
             return self._policy

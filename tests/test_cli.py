@@ -11,11 +11,14 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 
 
-def codeact(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def codeact(
+    *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     return subprocess.run(
         [sys.executable, "-m", "codeact", *args],
         input=stdin,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=60,
@@ -86,3 +89,11 @@ def test_schemas_prints_each_mode_in_each_format() -> None:
     assert "def double(x: int) -> int:" in code[0]["description"]
     both = json.loads(codeact("schemas", "--mode", "both", "--tools", "cli_tools:TOOLS").stdout)
     assert [t["name"] for t in both] == ["double", "run_code"]
+
+
+def test_run_with_the_standard_tools_works_in_the_current_folder(tmp_path: Path) -> None:
+    script = "write('hello.txt', 'hi there')\nread('hello.txt')['lines']"
+    done = codeact("run", "-", "--stdlib", "--json", stdin=script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["value"]["result"] == ["hi there"]
+    assert (tmp_path / "hello.txt").read_text() == "hi there"
