@@ -71,6 +71,25 @@ def _render_grep(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:
     return "\n".join(lines) if lines else "no matches"
 
 
+def _render_write(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:
+    assert isinstance(value, Mapping)
+    verb = "Created" if value["created"] else "Overwrote"
+    return f"{verb} {value['path']} ({value['bytes']:,} bytes)"
+
+
+def _render_edit(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:
+    assert isinstance(value, Mapping)
+    return f"Edited {value['path']}: replaced 1 occurrence"
+
+
+def _render_list(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:
+    assert isinstance(value, tuple)
+    if not value:
+        return "no files match"
+    more = f"\n[... listing stopped at {MAX_LISTED:,} entries]" if len(value) >= MAX_LISTED else ""
+    return "\n".join(str(name) for name in value) + more
+
+
 def file_tools(workspace: Workspace) -> list[Tool]:
     """The file tools for one workspace."""
 
@@ -109,7 +128,7 @@ def file_tools(workspace: Workspace) -> list[Tool]:
             "truncated": start - 1 + len(chosen) < len(every),
         }
 
-    @tool
+    @tool(render=_render_write)
     def write(path: str, content: str) -> WriteResult:
         """Write a UTF-8 text file in the workspace, creating folders as needed.
 
@@ -127,7 +146,7 @@ def file_tools(workspace: Workspace) -> list[Tool]:
         _write_bytes(target, data)
         return {"path": workspace.relative(target), "bytes": len(data), "created": created}
 
-    @tool
+    @tool(render=_render_edit)
     def edit(path: str, old: str, new: str) -> EditResult:
         """Replace one exact occurrence of ``old`` with ``new`` in a workspace file.
 
@@ -152,7 +171,7 @@ def file_tools(workspace: Workspace) -> list[Tool]:
         _write_bytes(target, text.replace(old, new, 1).encode("utf-8"))
         return {"path": workspace.relative(target), "replacements": 1}
 
-    @tool(concurrency_safe=True)
+    @tool(render=_render_list, concurrency_safe=True)
     def list_files(path: str = ".", pattern: str = "*") -> list[str]:
         """List files under a workspace folder matching a glob pattern (``**`` recurses).
 

@@ -77,6 +77,7 @@ def test_read_refuses_binary_files(runtime: Runtime) -> None:
 def test_write_then_edit_then_read(runtime: Runtime, workspace: Path) -> None:
     written = call(runtime, "write", path="new/dir/file.txt", content="one two one")
     assert written.value == {"path": "new/dir/file.txt", "bytes": 11, "created": True}
+    assert written.text == "Created new/dir/file.txt (11 bytes)"
     ambiguous = call(runtime, "edit", path="new/dir/file.txt", old="one", new="1")
     assert ambiguous.is_error
     assert "occurs 2 times" in ambiguous.text
