@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
     from ._invocation import Invocation
     from ._json import FrozenJson, JsonValue
+    from ._loop import Agent, Context, RetryPolicy
+    from ._models import FunctionModel, Model, ModelError, ModelReply, ModelRequest, ScriptedModel
     from ._modes import Mode, Runtime
     from ._policy import Action, Approver, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
     from ._registry import Disposer, Owner, ToolRegistry
@@ -27,27 +29,39 @@ if TYPE_CHECKING:
         ToolExecutionSuccess,
         ToolFailure,
     )
+    from ._session import JsonlStore, Session
     from ._tool import Tool, tool
 
 
 _EXPORTS: dict[str, str] = {
     "AbortSignal": "._abort",
     "Action": "._policy",
+    "Agent": "._loop",
     "Approver": "._policy",
     "CodeActError": "._exceptions",
     "ContentBlock": "._results",
+    "Context": "._loop",
     "DispatchEvent": "._events",
     "Disposer": "._registry",
     "ErrorCode": "._exceptions",
     "FrozenJson": "._json",
+    "FunctionModel": "._models",
     "Invocation": "._invocation",
     "JsonValue": "._json",
+    "JsonlStore": "._session",
     "Mode": "._modes",
+    "Model": "._models",
+    "ModelError": "._models",
+    "ModelReply": "._models",
+    "ModelRequest": "._models",
     "Owner": "._registry",
     "Policy": "._policy",
+    "RetryPolicy": "._loop",
     "Rule": "._policy",
     "RulePolicy": "._policy",
     "Runtime": "._modes",
+    "ScriptedModel": "._models",
+    "Session": "._session",
     "TextBlock": "._results",
     "Tool": "._tool",
     "ToolCall": "._call",
@@ -91,21 +105,32 @@ __version__ = "0.1.0"
 __all__ = [
     "AbortSignal",
     "Action",
+    "Agent",
     "Approver",
     "CodeActError",
     "ContentBlock",
+    "Context",
     "DispatchEvent",
     "Disposer",
     "ErrorCode",
     "FrozenJson",
+    "FunctionModel",
     "Invocation",
     "JsonValue",
+    "JsonlStore",
     "Mode",
+    "Model",
+    "ModelError",
+    "ModelReply",
+    "ModelRequest",
     "Owner",
     "Policy",
+    "RetryPolicy",
     "Rule",
     "RulePolicy",
     "Runtime",
+    "ScriptedModel",
+    "Session",
     "TextBlock",
     "Tool",
     "ToolCall",

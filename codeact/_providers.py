@@ -215,12 +215,85 @@ def anthropic_results(results: Sequence[ToolExecutionResult]) -> dict[str, Any]:
     }
 
 
+# Whole histories ------------------------------------------------------------------------
+
+
+def openai_chat_messages(
+    history: Iterable[Mapping[str, Any]], *, system: str = ""
+) -> list[dict[str, Any]]:
+    """A session's neutral history as Chat Completions messages."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for item in history:
+        if item["role"] == "assistant":
+            message: dict[str, Any] = {"role": "assistant", "content": item.get("content") or None}
+            if item.get("tool_calls"):
+                message["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["arguments"]},
+                    }
+                    for c in item["tool_calls"]
+                ]
+            messages.append(message)
+        elif item["role"] == "tool":
+            messages.append(
+                {"role": "tool", "tool_call_id": item["call_id"], "content": item["content"]}
+            )
+        else:
+            messages.append({"role": "user", "content": item["content"]})
+    return messages
+
+
+def anthropic_messages(history: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A session's neutral history as Anthropic messages (tool results grouped per user turn)."""
+    messages: list[dict[str, Any]] = []
+    for item in history:
+        if item["role"] == "assistant":
+            blocks: list[dict[str, Any]] = (
+                [{"type": "text", "text": item["content"]}] if item.get("content") else []
+            )
+            for call in item.get("tool_calls") or ():
+                arguments = ToolCall(call["id"], call["name"], call["arguments"]).parsed_arguments()
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call["id"],
+                        "name": call["name"],
+                        "input": arguments if isinstance(arguments, dict) else {},
+                    }
+                )
+            messages.append(
+                {"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]}
+            )
+        elif item["role"] == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": item["call_id"],
+                "content": item["content"],
+                "is_error": bool(item.get("is_error")),
+            }
+            if (
+                messages
+                and messages[-1]["role"] == "user"
+                and isinstance(messages[-1]["content"], list)
+            ):
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": "user", "content": [block]})
+        else:
+            messages.append({"role": "user", "content": item["content"]})
+    return messages
+
+
 __all__ = [
+    "anthropic_messages",
     "anthropic_results",
     "anthropic_tools",
     "calls_from_anthropic",
     "calls_from_openai_chat",
     "calls_from_openai_responses",
+    "openai_chat_messages",
     "openai_chat_results",
     "openai_chat_tools",
     "openai_responses_results",

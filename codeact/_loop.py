@@ -1,0 +1,231 @@
+"""The agent loop: compose context, call the model, run its calls, record everything.
+
+Every step is recorded in the session before it matters: the assistant's calls
+before they run, each result as it arrives. Cancellation records synthetic ABORTED
+results for calls that did not run; a terminal model failure records the error
+and keeps what was recorded, inventing nothing.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import anyio
+
+from ._abort import AbortSignal
+from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
+from ._models import Model, ModelError, ModelReply, ModelRequest
+from ._modes import Mode, Runtime
+from ._session import (
+    AbortRecorded,
+    AssistantMessage,
+    ErrorRecorded,
+    ModelExchange,
+    Session,
+    ToolCallRecorded,
+    ToolResultRecorded,
+    UserMessage,
+)
+
+MODE_INSTRUCTIONS = {
+    Mode.NATIVE: "Call the tools you are given when they help; answer in text when you are done.",
+    Mode.CODE: (
+        "Act by writing Python scripts for the run_code tool: call the tools as functions, "
+        "combine their results in code, and print or return what you need. "
+        "Answer in text when done."
+    ),
+    Mode.BOTH: (
+        "Call tools directly for single steps; use run_code to call several tools in one script. "
+        "Answer in text when you are done."
+    ),
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetryPolicy:
+    """Exponential backoff with jitter, bounded in attempts and total time."""
+
+    attempts: int = 4
+    base_seconds: float = 0.5
+    max_seconds: float = 8.0
+    total_seconds: float = 60.0
+
+    def delay(self, attempt: int, error: ModelError) -> float:
+        if error.retry_after is not None:
+            return min(error.retry_after, self.max_seconds)
+        return random.uniform(0, min(self.max_seconds, self.base_seconds * 2**attempt))
+
+
+@dataclass
+class Context:
+    """The system prompt as named sections, in order; inspect or replace any of them."""
+
+    sections: dict[str, str] = field(default_factory=dict)
+
+    def render(self) -> str:
+        return "\n\n".join(text for text in self.sections.values() if text)
+
+
+class StepLimit(Exception):
+    """The loop reached its step limit without a final answer."""
+
+
+class Agent:
+    """Runs turns of a conversation over a runtime and a model, recording a session."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        model: Model,
+        *,
+        session: Session | None = None,
+        system: str = "",
+        mode: Mode | str | None = None,
+        max_steps: int = 20,
+        retry: RetryPolicy | None = None,
+        compact: Callable[[Session], bool] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.model = model
+        self.session = session or Session()
+        self.mode = Mode(mode or runtime.mode)
+        self.max_steps = max_steps
+        self.retry = retry or RetryPolicy()
+        self.compact = compact
+        self.context = Context(
+            {
+                "base": "You are an agent that acts through tools.",
+                "mode": MODE_INSTRUCTIONS[self.mode],
+                "user": system,
+            }
+        )
+
+    def request(self) -> ModelRequest:
+        """The exact request the next step would send, derived from the session."""
+        return ModelRequest(
+            system=self.context.render(),
+            messages=tuple(self.session.history()),
+            tools=tuple(self.runtime.schemas(self.mode)),
+            mode=str(self.mode),
+        )
+
+    async def run(self, text: str, *, abort: AbortSignal | None = None) -> str:
+        """One user turn: steps until the model answers in text; returns that text."""
+        self.session.append(UserMessage(text=text))
+        stop = self.runtime.registry.add_listener(self._record_nested)
+        try:
+            for _ in range(self.max_steps):
+                reply = await self._ask()
+                self.session.append(AssistantMessage(text=reply.text))
+                if not reply.tool_calls:
+                    return reply.text
+                await self._run_calls(reply, abort)
+                if abort is not None and abort.aborted:
+                    self.session.append(AbortRecorded(reason=abort.reason or "aborted"))
+                    return ""
+            raise StepLimit(f"no final answer within {self.max_steps} steps")
+        finally:
+            stop()
+
+    async def _run_calls(self, reply: ModelReply, abort: AbortSignal | None) -> None:
+        recorded = [
+            self.session.append(ToolCallRecorded(call_id=c.id, name=c.name, arguments=c.arguments))
+            for c in reply.tool_calls
+        ]
+        try:
+            results = await self.runtime.execute_many(
+                list(reply.tool_calls), mode=self.mode, abort=abort
+            )
+        except anyio.get_cancelled_exc_class():
+            self.session.append(AbortRecorded(reason="cancelled"))
+            self.session.repair("the turn was cancelled before this call finished")
+            raise
+        for call_event, result in zip(recorded, results, strict=True):
+            self.session.append(
+                ToolResultRecorded(
+                    call_seq=call_event.seq,
+                    call_id=result.call_id,
+                    name=result.name,
+                    is_error=result.is_error,
+                    code=result.error.code if result.is_error else None,
+                    content=result.text,
+                )
+            )
+
+    async def _ask(self) -> ModelReply:
+        started = anyio.current_time()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                reply = await self.model.respond(self.request())
+            except ModelError as error:
+                if error.context_length and self.compact is not None and self.compact(self.session):
+                    continue
+                elapsed = anyio.current_time() - started
+                delay = self.retry.delay(attempt, error)
+                if (
+                    not error.retryable
+                    or attempt >= self.retry.attempts
+                    or elapsed + delay > self.retry.total_seconds
+                ):
+                    self.session.append(
+                        ErrorRecorded(message=error.message, retryable=error.retryable)
+                    )
+                    raise
+                self.session.append(ErrorRecorded(message=error.message, retryable=True))
+                await anyio.sleep(delay)
+                continue
+            self.session.append(
+                ModelExchange(
+                    model=self.model.name,
+                    mode=str(self.mode),
+                    input_tokens=reply.input_tokens,
+                    output_tokens=reply.output_tokens,
+                    attempts=attempt,
+                )
+            )
+            return reply
+
+    def _record_nested(self, event: DispatchEvent) -> None:
+        """Calls made from scripts, recorded with their run_code call as parent."""
+        if event.parent is None:
+            return
+        if isinstance(event, ToolCallStarted):
+            self.session.append(
+                ToolCallRecorded(
+                    call_id=event.call_id,
+                    name=event.name,
+                    arguments=event.arguments,
+                    parent=event.parent,
+                )
+            )
+        elif isinstance(event, ToolCallFinished):
+            call_seq = next(
+                (
+                    e.seq
+                    for e in reversed(self.session.events)
+                    if isinstance(e, ToolCallRecorded) and e.call_id == event.call_id
+                ),
+                0,
+            )
+            self.session.append(
+                ToolResultRecorded(
+                    call_seq=call_seq,
+                    call_id=event.call_id,
+                    name=event.name,
+                    is_error=event.is_error,
+                    code=event.code,
+                    content="",
+                    parent=event.parent,
+                )
+            )
+
+    def run_sync(self, text: str) -> str:
+        """``run`` from synchronous code, on the runtime's background loop."""
+        return self.runtime._blocking().call(lambda: self.run(text))
+
+
+__all__ = ["Agent", "Context", "RetryPolicy", "StepLimit"]

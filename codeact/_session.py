@@ -1,0 +1,262 @@
+"""The session: an append-only log of typed events, from which the model's history is derived.
+
+Nothing the model sees is stored anywhere else: ``history()`` rebuilds the messages
+from the events each time, so a UI, a transcript and a request cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UserMessage:
+    seq: int = 0
+    text: str
+    kind: Literal["user_message"] = "user_message"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AssistantMessage:
+    seq: int = 0
+    text: str = ""
+    kind: Literal["assistant_message"] = "assistant_message"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallRecorded:
+    """A call the model asked for (``parent`` is None) or a script made (its run_code call)."""
+
+    seq: int = 0
+    call_id: str
+    name: str
+    arguments: str
+    parent: str | None = None
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResultRecorded:
+    """The one result of a call, citing the sequence number of its call event."""
+
+    seq: int = 0
+    call_seq: int
+    call_id: str
+    name: str
+    is_error: bool
+    code: str | None
+    content: str
+    parent: str | None = None
+    synthetic: bool = False
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelExchange:
+    """A request to the model and what it cost."""
+
+    seq: int = 0
+    model: str
+    mode: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    attempts: int = 1
+    kind: Literal["model_exchange"] = "model_exchange"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ErrorRecorded:
+    seq: int = 0
+    message: str
+    retryable: bool = False
+    kind: Literal["error"] = "error"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AbortRecorded:
+    seq: int = 0
+    reason: str
+    kind: Literal["abort"] = "abort"
+
+
+Event: TypeAlias = (
+    UserMessage
+    | AssistantMessage
+    | ToolCallRecorded
+    | ToolResultRecorded
+    | ModelExchange
+    | ErrorRecorded
+    | AbortRecorded
+)
+EVENT_TYPES: dict[str, type[Any]] = {
+    "user_message": UserMessage,
+    "assistant_message": AssistantMessage,
+    "tool_call": ToolCallRecorded,
+    "tool_result": ToolResultRecorded,
+    "model_exchange": ModelExchange,
+    "error": ErrorRecorded,
+    "abort": AbortRecorded,
+}
+
+
+def event_to_json(event: Event) -> str:
+    return json.dumps(asdict(event), ensure_ascii=False, sort_keys=True)
+
+
+def event_from_json(line: str) -> Event:
+    data = json.loads(line)
+    cls = EVENT_TYPES[data["kind"]]
+    names = {f.name for f in fields(cls)}
+    event: Event = cls(**{k: v for k, v in data.items() if k in names})
+    return event
+
+
+class CorruptLog(ValueError):
+    """A line other than the last could not be read: history cannot be trusted."""
+
+
+class JsonlStore:
+    """Events as JSON lines, appended and flushed one by one.
+
+    A torn last line (a crash in the middle of a write) is detected and dropped on
+    load; a bad line anywhere else is an error, never silently skipped.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self.dropped_torn_line = False
+
+    def load(self) -> list[Event]:
+        if not self.path.exists():
+            return []
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
+        events: list[Event] = []
+        for index, line in enumerate(lines):
+            if not line.strip():
+                continue
+            last = index >= len(lines) - 1 or not any(rest.strip() for rest in lines[index + 1 :])
+            try:
+                events.append(event_from_json(line.decode("utf-8")))
+            except (ValueError, KeyError, TypeError) as error:
+                if last and not raw.endswith(b"\n"):
+                    self.dropped_torn_line = True
+                    self._truncate_to(len(raw) - len(line))
+                    break
+                raise CorruptLog(f"{self.path}: line {index + 1} is unreadable: {error}") from None
+        return events
+
+    def append(self, event: Event) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(event_to_json(event) + "\n")
+            handle.flush()
+            if self.fsync:
+                os.fsync(handle.fileno())
+
+    def _truncate_to(self, size: int) -> None:
+        with self.path.open("r+b") as handle:
+            handle.truncate(size)
+
+
+@dataclass
+class Session:
+    """The append-only event log of one conversation, optionally persisted."""
+
+    store: JsonlStore | None = None
+    events: list[Event] = field(default_factory=list)
+    listeners: list[Callable[[Event], None]] = field(default_factory=list)
+
+    @classmethod
+    def resume(cls, store: JsonlStore) -> Session:
+        """A session continued from its store."""
+        return cls(store=store, events=store.load())
+
+    def append(self, event: Event) -> Event:
+        """Record ``event`` with the next sequence number; returns the recorded event."""
+        numbered = type(event)(**{**asdict(event), "seq": len(self.events) + 1})
+        self.events.append(numbered)
+        if self.store is not None:
+            self.store.append(numbered)
+        for listener in self.listeners:
+            listener(numbered)
+        return numbered
+
+    def extend(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.append(event)
+
+    # Derived views --------------------------------------------------------------------
+
+    def open_calls(self) -> list[ToolCallRecorded]:
+        """Top-level calls that have no result yet."""
+        answered = {e.call_seq for e in self.events if isinstance(e, ToolResultRecorded)}
+        return [
+            e
+            for e in self.events
+            if isinstance(e, ToolCallRecorded) and e.parent is None and e.seq not in answered
+        ]
+
+    def repair(self, reason: str = "the session was interrupted before this call ran") -> int:
+        """Give every open call a synthetic ABORTED result, so the transcript is valid again."""
+        open_calls = self.open_calls()
+        for call in open_calls:
+            self.append(
+                ToolResultRecorded(
+                    call_seq=call.seq,
+                    call_id=call.call_id,
+                    name=call.name,
+                    is_error=True,
+                    code="ABORTED",
+                    content=f"Error [ABORTED]: {reason}",
+                    synthetic=True,
+                )
+            )
+        return len(open_calls)
+
+    def history(self) -> list[dict[str, Any]]:
+        """Provider-neutral messages, derived from the log (nested script calls excluded)."""
+        messages: list[dict[str, Any]] = []
+        for event in self.events:
+            if isinstance(event, UserMessage):
+                messages.append({"role": "user", "content": event.text})
+            elif isinstance(event, AssistantMessage):
+                messages.append({"role": "assistant", "content": event.text, "tool_calls": []})
+            elif isinstance(event, ToolCallRecorded) and event.parent is None:
+                if not messages or messages[-1]["role"] != "assistant":
+                    messages.append({"role": "assistant", "content": "", "tool_calls": []})
+                messages[-1]["tool_calls"].append(
+                    {"id": event.call_id, "name": event.name, "arguments": event.arguments}
+                )
+            elif isinstance(event, ToolResultRecorded) and event.parent is None:
+                messages.append(
+                    {
+                        "role": "tool",
+                        "call_id": event.call_id,
+                        "content": event.content,
+                        "is_error": event.is_error,
+                    }
+                )
+        return messages
+
+
+__all__ = [
+    "AbortRecorded",
+    "AssistantMessage",
+    "CorruptLog",
+    "ErrorRecorded",
+    "Event",
+    "JsonlStore",
+    "ModelExchange",
+    "Session",
+    "ToolCallRecorded",
+    "ToolResultRecorded",
+    "UserMessage",
+    "event_from_json",
+    "event_to_json",
+]

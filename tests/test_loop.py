@@ -1,0 +1,290 @@
+"""The agent loop and its event log: derived history, retries, aborts, crash and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openai.types.chat import ChatCompletionMessageParam
+from pydantic import TypeAdapter
+
+from codeact import AbortSignal, Mode, Runtime, ToolCall, ToolRegistry, tool
+from codeact._executors import InProcessExecutor
+from codeact._loop import Agent, RetryPolicy
+from codeact._models import (
+    FunctionModel,
+    ModelError,
+    ModelReply,
+    ModelRequest,
+    ScriptedModel,
+    ScriptMismatch,
+)
+from codeact._providers import anthropic_messages, openai_chat_messages
+from codeact._session import (
+    CorruptLog,
+    ErrorRecorded,
+    JsonlStore,
+    ModelExchange,
+    Session,
+    ToolCallRecorded,
+    ToolResultRecorded,
+    UserMessage,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@tool(concurrency_safe=True)
+def add(a: int, b: int = 0) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@pytest.fixture
+def runtime() -> Runtime:
+    registry = ToolRegistry()
+    registry.register(add)
+    return Runtime(registry, executor=InProcessExecutor())
+
+
+def valid_transcript(session: Session) -> None:
+    """Every top-level call has exactly one result, and both providers accept the history."""
+    calls = [e for e in session.events if isinstance(e, ToolCallRecorded) and e.parent is None]
+    results = [e for e in session.events if isinstance(e, ToolResultRecorded) and e.parent is None]
+    assert sorted(r.call_seq for r in results) == sorted(c.seq for c in calls)
+    chat = openai_chat_messages(session.history(), system="s")
+    adapter: TypeAdapter[Any] = TypeAdapter(ChatCompletionMessageParam)
+    for message in chat:
+        adapter.validate_python(message)
+    answered = [m["tool_call_id"] for m in chat if m["role"] == "tool"]
+    asked = [c["id"] for m in chat if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    assert sorted(answered) == sorted(asked)
+    anthropic = anthropic_messages(session.history())
+    uses = [
+        b["id"]
+        for m in anthropic
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "tool_use"
+    ]
+    done = [
+        b["tool_use_id"]
+        for m in anthropic
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
+    assert sorted(uses) == sorted(done)
+
+
+async def test_a_native_turn_is_recorded_and_history_is_derived(runtime: Runtime) -> None:
+    model = ScriptedModel(
+        [
+            ModelReply(tool_calls=(ToolCall("c1", "add", '{"a": 2, "b": 3}'),)),
+            ModelReply(text="It is 5."),
+        ]
+    )
+    agent = Agent(runtime, model, mode=Mode.NATIVE)
+    assert await agent.run("What is 2 + 3?") == "It is 5."
+    history = agent.session.history()
+    assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
+    assert history[2] == {"role": "tool", "call_id": "c1", "content": "5", "is_error": False}
+    second_request = model.requests[1]
+    assert second_request.messages[-1]["content"] == "5"
+    assert [t["name"] for t in second_request.tools] == ["add"]
+    valid_transcript(agent.session)
+
+
+async def test_code_mode_records_nested_calls_with_their_parent(runtime: Runtime) -> None:
+    script = json.dumps({"code": "add(1, 1) + add(2, 2)"})
+    model = ScriptedModel(
+        [ModelReply(tool_calls=(ToolCall("run1", "run_code", script),)), ModelReply(text="6")]
+    )
+    agent = Agent(runtime, model, mode=Mode.CODE)
+    await agent.run("sum things")
+    nested = [
+        e for e in agent.session.events if isinstance(e, ToolCallRecorded) and e.parent == "run1"
+    ]
+    assert [e.name for e in nested] == ["add", "add"]
+    assert [m["role"] for m in agent.session.history()] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    valid_transcript(agent.session)
+
+
+async def test_a_scripted_call_of_an_unadvertised_tool_is_caught(runtime: Runtime) -> None:
+    model = ScriptedModel([ModelReply(tool_calls=(ToolCall("c1", "add", "{}"),))])
+    with pytest.raises(ScriptMismatch):
+        await Agent(runtime, model, mode=Mode.CODE).run("hi")
+
+
+async def test_malformed_calls_become_results_the_model_can_correct(runtime: Runtime) -> None:
+    model = ScriptedModel(
+        [
+            ModelReply(tool_calls=(ToolCall("c1", "add", '{"a": "two"'),)),
+            ModelReply(tool_calls=(ToolCall("c2", "add", '{"a": 2}'),)),
+            ModelReply(text="2"),
+        ]
+    )
+    agent = Agent(runtime, model, mode=Mode.NATIVE)
+    assert await agent.run("add") == "2"
+    first = next(e for e in agent.session.events if isinstance(e, ToolResultRecorded))
+    assert first.is_error
+    assert first.code == "INVALID_ARGUMENTS"
+    valid_transcript(agent.session)
+
+
+async def test_retryable_faults_are_retried_with_retry_after(runtime: Runtime) -> None:
+    attempts = []
+
+    def flaky(request: ModelRequest) -> ModelReply:
+        attempts.append(time.monotonic())
+        if len(attempts) < 3:
+            raise ModelError("429 too many requests", retryable=True, retry_after=0.05)
+        return ModelReply(text="done", input_tokens=10, output_tokens=2)
+
+    agent = Agent(runtime, FunctionModel(flaky), mode=Mode.NATIVE)
+    assert await agent.run("go") == "done"
+    assert attempts[2] - attempts[1] >= 0.05
+    exchange = next(e for e in agent.session.events if isinstance(e, ModelExchange))
+    assert (exchange.attempts, exchange.input_tokens, exchange.output_tokens) == (3, 10, 2)
+    assert len([e for e in agent.session.events if isinstance(e, ErrorRecorded)]) == 2
+
+
+async def test_a_non_retryable_fault_ends_the_turn_with_a_recorded_error(runtime: Runtime) -> None:
+    def broken(request: ModelRequest) -> ModelReply:
+        raise ModelError("400 bad request", retryable=False)
+
+    agent = Agent(runtime, FunctionModel(broken), mode=Mode.NATIVE, retry=RetryPolicy(attempts=5))
+    with pytest.raises(ModelError):
+        await agent.run("go")
+    assert [type(e) for e in agent.session.events] == [UserMessage, ErrorRecorded]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(calls=st.integers(min_value=1, max_value=6), stop_at=st.integers(min_value=0, max_value=6))
+def test_any_abort_schedule_leaves_every_call_with_exactly_one_result(
+    calls: int, stop_at: int
+) -> None:
+    signal_ = AbortSignal()
+    seen = 0
+
+    @tool(name="step")
+    async def step(n: int) -> int:
+        """Count, and abort the turn at the chosen call."""
+        nonlocal seen
+        seen += 1
+        if seen > stop_at:
+            signal_.abort("user pressed stop")
+            await anyio.sleep_forever()
+        return n
+
+    registry = ToolRegistry()
+    registry.register(step)
+    runtime = Runtime(registry, executor=InProcessExecutor())
+    model = ScriptedModel(
+        [
+            ModelReply(tool_calls=tuple(ToolCall(f"c{i}", "step", {"n": i}) for i in range(calls))),
+            ModelReply(text="ok"),
+        ]
+    )
+    agent = Agent(runtime, model, mode=Mode.NATIVE)
+    anyio.run(lambda: agent.run("count", abort=signal_))
+    valid_transcript(agent.session)
+    codes = [e.code for e in agent.session.events if isinstance(e, ToolResultRecorded)]
+    assert codes.count("ABORTED") == max(calls - stop_at, 0)
+
+
+def test_the_store_drops_a_torn_last_line_and_refuses_a_corrupt_middle(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    session = Session(store=JsonlStore(path))
+    session.append(UserMessage(text="one"))
+    session.append(UserMessage(text="two"))
+    with path.open("a") as handle:
+        handle.write('{"kind": "user_message", "seq": 3, "te')
+    store = JsonlStore(path)
+    assert [e.text for e in store.load()] == ["one", "two"]  # type: ignore[union-attr]
+    assert store.dropped_torn_line
+    assert path.read_text().endswith("\n")
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\nnot json\n" + lines[1] + "\n")
+    with pytest.raises(CorruptLog):
+        JsonlStore(path).load()
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import anyio
+    from codeact import Mode, Runtime, ToolCall, ToolRegistry, tool
+    from codeact._executors import InProcessExecutor
+    from codeact._loop import Agent
+    from codeact._models import ModelReply, ScriptedModel
+    from codeact._session import JsonlStore, Session
+
+    store_path, ready = Path(sys.argv[1]), Path(sys.argv[2])
+
+    @tool(timeout=None)
+    async def slow(n: int) -> int:
+        '''Takes forever.'''
+        ready.write_text("in the tool")
+        await anyio.sleep(3600)
+        return n
+
+    registry = ToolRegistry()
+    registry.register(slow)
+    agent = Agent(
+        Runtime(registry, executor=InProcessExecutor()),
+        ScriptedModel([ModelReply(tool_calls=(ToolCall("c1", "slow", {"n": 1}),))]),
+        session=Session(store=JsonlStore(store_path)),
+        mode=Mode.NATIVE,
+    )
+    anyio.run(agent.run, "start")
+    """
+)
+
+
+def test_a_killed_process_resumes_from_its_log_with_a_repaired_transcript(tmp_path: Path) -> None:
+    store_path, ready, script = tmp_path / "s.jsonl", tmp_path / "ready", tmp_path / "child.py"
+    script.write_text(CHILD)
+    child = subprocess.Popen([sys.executable, str(script), str(store_path), str(ready)])
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert time.monotonic() < deadline, "the child never reached its tool"
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    session = Session.resume(JsonlStore(store_path))
+    assert [c.call_id for c in session.open_calls()] == ["c1"]
+    assert session.repair() == 1
+    registry = ToolRegistry()
+    registry.register(add)
+    model = ScriptedModel(
+        [ModelReply(tool_calls=(ToolCall("c2", "add", {"a": 1}),)), ModelReply(text="resumed")]
+    )
+    agent = Agent(
+        Runtime(registry, executor=InProcessExecutor()), model, session=session, mode=Mode.NATIVE
+    )
+    assert anyio.run(agent.run, "go on") == "resumed"
+    valid_transcript(agent.session)
+    reloaded = JsonlStore(store_path).load()
+    assert [e.seq for e in reloaded] == list(range(1, len(reloaded) + 1))
