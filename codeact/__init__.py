@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._call import ToolCall, parse_arguments
     from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
     from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
+    from ._http_models import AnthropicModel, OpenAIChatModel
     from ._invocation import Invocation
     from ._json import FrozenJson, JsonValue
     from ._loop import Agent, Context, RetryPolicy
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "AbortSignal": "._abort",
+    "AnthropicModel": "._http_models",
     "Action": "._policy",
     "Agent": "._loop",
     "Approver": "._policy",
@@ -50,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "JsonValue": "._json",
     "JsonlStore": "._session",
     "Mode": "._modes",
+    "OpenAIChatModel": "._http_models",
     "Model": "._models",
     "ModelError": "._models",
     "ModelReply": "._models",
@@ -106,6 +109,7 @@ __all__ = [
     "AbortSignal",
     "Action",
     "Agent",
+    "AnthropicModel",
     "Approver",
     "CodeActError",
     "ContentBlock",
@@ -123,6 +127,7 @@ __all__ = [
     "ModelError",
     "ModelReply",
     "ModelRequest",
+    "OpenAIChatModel",
     "Owner",
     "Policy",
     "RetryPolicy",

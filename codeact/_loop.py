@@ -72,6 +72,10 @@ class StepLimit(Exception):
     """The loop reached its step limit without a final answer."""
 
 
+class TokenBudgetExceeded(Exception):
+    """The turn spent more tokens than its budget allowed."""
+
+
 class Agent:
     """Runs turns of a conversation over a runtime and a model, recording a session."""
 
@@ -86,6 +90,7 @@ class Agent:
         max_steps: int = 20,
         retry: RetryPolicy | None = None,
         compact: Callable[[Session], bool] | None = None,
+        token_budget: int | None = None,
     ) -> None:
         self.runtime = runtime
         self.model = model
@@ -94,6 +99,7 @@ class Agent:
         self.max_steps = max_steps
         self.retry = retry or RetryPolicy()
         self.compact = compact
+        self.token_budget = token_budget
         self.context = Context(
             {
                 "base": "You are an agent that acts through tools.",
@@ -119,6 +125,7 @@ class Agent:
             for _ in range(self.max_steps):
                 reply = await self._ask()
                 self.session.append(AssistantMessage(text=reply.text))
+                self._check_budget()
                 if not reply.tool_calls:
                     return reply.text
                 await self._run_calls(reply, abort)
@@ -128,6 +135,22 @@ class Agent:
             raise StepLimit(f"no final answer within {self.max_steps} steps")
         finally:
             stop()
+
+    def tokens_spent(self) -> int:
+        """Input and output tokens of every model exchange in the session."""
+        return sum(
+            (e.input_tokens or 0) + (e.output_tokens or 0)
+            for e in self.session.events
+            if isinstance(e, ModelExchange)
+        )
+
+    def _check_budget(self) -> None:
+        if self.token_budget is not None and self.tokens_spent() > self.token_budget:
+            message = (
+                f"the session spent {self.tokens_spent():,} tokens (budget {self.token_budget:,})"
+            )
+            self.session.append(ErrorRecorded(message=message))
+            raise TokenBudgetExceeded(message)
 
     async def _run_calls(self, reply: ModelReply, abort: AbortSignal | None) -> None:
         recorded = [
@@ -228,4 +251,4 @@ class Agent:
         return self.runtime._blocking().call(lambda: self.run(text))
 
 
-__all__ = ["Agent", "Context", "RetryPolicy", "StepLimit"]
+__all__ = ["Agent", "Context", "RetryPolicy", "StepLimit", "TokenBudgetExceeded"]

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 
 from codeact import AbortSignal, Mode, Runtime, ToolCall, ToolRegistry, tool
 from codeact._executors import InProcessExecutor
-from codeact._loop import Agent, RetryPolicy
+from codeact._loop import Agent, RetryPolicy, TokenBudgetExceeded
 from codeact._models import (
     FunctionModel,
     ModelError,
@@ -288,3 +288,17 @@ def test_a_killed_process_resumes_from_its_log_with_a_repaired_transcript(tmp_pa
     valid_transcript(agent.session)
     reloaded = JsonlStore(store_path).load()
     assert [e.seq for e in reloaded] == list(range(1, len(reloaded) + 1))
+
+
+async def test_the_token_budget_ends_the_turn(runtime: Runtime) -> None:
+    replies = [
+        ModelReply(
+            tool_calls=(ToolCall(f"c{i}", "add", {"a": i}),), input_tokens=60, output_tokens=5
+        )
+        for i in range(5)
+    ]
+    agent = Agent(runtime, ScriptedModel(replies), mode=Mode.NATIVE, token_budget=100)
+    with pytest.raises(TokenBudgetExceeded):
+        await agent.run("spend")
+    assert agent.tokens_spent() == 130
+    valid_transcript(agent.session)
