@@ -13,7 +13,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m codeact.demo
+	$(BIN)/python -m codeact compare
 
 test: lint typecheck pytest
 

@@ -118,6 +118,13 @@ def command_schemas(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_compare(options: argparse.Namespace) -> int:
+    from ._suite.compare import main as compare_main
+
+    compare_main()
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codeact", description="Let agents act through code.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -141,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
     )
     schemas.set_defaults(handler=command_schemas)
+    compare = commands.add_parser("compare", help="run the offline task suite in each mode")
+    compare.set_defaults(handler=command_compare)
     return parser
 
 

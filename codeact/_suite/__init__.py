@@ -1,0 +1,1 @@
+"""The native vs code comparison: M3ToolEval tasks, mechanical offline behaviour, metrics."""

@@ -1,0 +1,359 @@
+"""M3ToolEval's tools, implemented from their published descriptions, and its tasks.
+
+Fixes of the upstream data, applied here: tools taking ``*args`` take one list
+parameter instead (``values``), since variadic arguments have no JSON Schema form;
+``longest_decoded_string`` is excluded (it expects a length, an int, for a question
+that asks for a message, and all three messages have the same length). The
+translation tool's output format is not published; one-letter codes, with 'X' for an
+incomplete trailing codon, agree with every expected output.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from .._exceptions import ToolError
+from .._tool import Tool, tool
+
+EXCLUDED = frozenset({"message_decoder/longest_decoded_string"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Task:
+    name: str
+    domain: str
+    instruction: str
+    expected: Any
+
+
+def load_tasks() -> list[Task]:
+    """Every task of the published data, less the excluded ones."""
+    raw = json.loads(
+        resources.files(__package__).joinpath("data/m3tooleval_tasks.json").read_text()
+    )
+    return [
+        Task(
+            name=t["name"],
+            domain=t["domain"],
+            instruction=t["instruction"],
+            expected=t["expected_output"],
+        )
+        for t in raw["tasks"]
+        if t["name"] not in EXCLUDED
+    ]
+
+
+def check(expected: Any, answer: Any) -> bool:
+    """Equal as values: numbers within 1e-6, tuples as lists."""
+    if (
+        isinstance(expected, int | float)
+        and isinstance(answer, int | float)
+        and not isinstance(answer, bool)
+    ):
+        return abs(float(expected) - float(answer)) <= 1e-6 * max(1.0, abs(float(expected)))
+    if isinstance(expected, list | tuple) and isinstance(answer, list | tuple):
+        return len(expected) == len(answer) and all(
+            check(e, a) for e, a in zip(expected, answer, strict=True)
+        )
+    if isinstance(expected, dict) and isinstance(answer, dict):
+        return expected.keys() == answer.keys() and all(
+            check(expected[k], answer[k]) for k in expected
+        )
+    return bool(expected == answer)
+
+
+# message_decoder ---------------------------------------------------------------------------
+
+
+@tool
+def convert_hex_to_ascii(hex_string: str) -> str:
+    """Converts a hexadecimal string to ASCII."""
+    try:
+        return bytes.fromhex(hex_string).decode("ascii")
+    except ValueError as error:
+        raise ToolError(f"not a hex-encoded ASCII string: {error}", "INVALID_ARGUMENTS") from None
+
+
+@tool
+def reverse_string(string: str) -> str:
+    """Reverses a string."""
+    return string[::-1]
+
+
+@tool
+def caesar_decode(message: str, shift: int) -> str:
+    """Decodes a string using the Caesar cipher with the given shift."""
+    out = []
+    for char in message:
+        if char.isalpha() and char.isascii():
+            base = ord("A") if char.isupper() else ord("a")
+            out.append(chr((ord(char) - base - shift) % 26 + base))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@tool
+def string_length(string: str) -> int:
+    """Finds the length of a string."""
+    return len(string)
+
+
+@tool
+def minimum_value(values: list[float]) -> float:
+    """Finds the minimum value of a list of numbers."""
+    return min(values)
+
+
+@tool
+def maximum_value(values: list[float]) -> float:
+    """Finds the maximum value of a list of numbers."""
+    return max(values)
+
+
+# cryptobotanists_plant_dna_sequencer -----------------------------------------------------
+
+_CODONS = {
+    "AUG": "Methionine",
+    "UUU": "Phenylalanine",
+    "UUC": "Phenylalanine",
+    "UUA": "Leucine",
+    "UUG": "Leucine",
+    "UCU": "Serine",
+    "UCC": "Serine",
+    "UCA": "Serine",
+    "UCG": "Serine",
+    "UAU": "Tyrosine",
+    "UAC": "Tyrosine",
+    "UGU": "Cysteine",
+    "UGC": "Cysteine",
+    "UGG": "Tryptophan",
+    "CUU": "Leucine",
+    "CUC": "Leucine",
+    "CUA": "Leucine",
+    "CUG": "Leucine",
+    "CCU": "Proline",
+    "CCC": "Proline",
+    "CCA": "Proline",
+    "CCG": "Proline",
+    "CAU": "Histidine",
+    "CAC": "Histidine",
+    "CAA": "Glutamine",
+    "CAG": "Glutamine",
+    "CGU": "Arginine",
+    "CGC": "Arginine",
+    "CGA": "Arginine",
+    "CGG": "Arginine",
+    "AUU": "Isoleucine",
+    "AUC": "Isoleucine",
+    "AUA": "Isoleucine",
+    "ACU": "Threonine",
+    "ACC": "Threonine",
+    "ACA": "Threonine",
+    "ACG": "Threonine",
+    "AAU": "Asparagine",
+    "AAC": "Asparagine",
+    "AAA": "Lysine",
+    "AAG": "Lysine",
+    "AGU": "Serine",
+    "AGC": "Serine",
+    "AGA": "Arginine",
+    "AGG": "Arginine",
+    "GUU": "Valine",
+    "GUC": "Valine",
+    "GUA": "Valine",
+    "GUG": "Valine",
+    "GCU": "Alanine",
+    "GCC": "Alanine",
+    "GCA": "Alanine",
+    "GCG": "Alanine",
+    "GAU": "Aspartic acid",
+    "GAC": "Aspartic acid",
+    "GAA": "Glutamic acid",
+    "GAG": "Glutamic acid",
+    "GGU": "Glycine",
+    "GGC": "Glycine",
+    "GGA": "Glycine",
+    "GGG": "Glycine",
+    "UAA": "Stop",
+    "UAG": "Stop",
+    "UGA": "Stop",
+}
+
+
+_ONE_LETTER = {
+    "Alanine": "A",
+    "Arginine": "R",
+    "Asparagine": "N",
+    "Aspartic acid": "D",
+    "Cysteine": "C",
+    "Glutamic acid": "E",
+    "Glutamine": "Q",
+    "Glycine": "G",
+    "Histidine": "H",
+    "Isoleucine": "I",
+    "Leucine": "L",
+    "Lysine": "K",
+    "Methionine": "M",
+    "Phenylalanine": "F",
+    "Proline": "P",
+    "Serine": "S",
+    "Threonine": "T",
+    "Tryptophan": "W",
+    "Tyrosine": "Y",
+    "Valine": "V",
+    "Stop": "*",
+}
+
+
+@tool
+def count_nucleotides(dna_sequence: str) -> dict[str, int]:
+    """Counts the occurrences of each nucleotide in a DNA sequence."""
+    counts: dict[str, int] = {}
+    for base in dna_sequence:
+        counts[base] = counts.get(base, 0) + 1
+    return counts
+
+
+@tool
+def transcribe_dna_to_mrna(dna_sequence: str) -> str:
+    """Transcribes a DNA sequence to mRNA, base by base to its complement."""
+    return "".join({"A": "U", "T": "A", "C": "G", "G": "C"}.get(b, b) for b in dna_sequence)
+
+
+@tool
+def translate_mrna_to_amino_acid(mrna_sequence: str) -> str:
+    """Translates mRNA to amino acids, a letter each ('X': incomplete codon, '*': stop)."""
+    return "".join(
+        _ONE_LETTER.get(_CODONS.get(mrna_sequence[i : i + 3], ""), "X")
+        for i in range(0, len(mrna_sequence), 3)
+    )
+
+
+@tool
+def find_max_nucleotide(counts: dict[str, int]) -> tuple[str, int]:
+    """Returns the nucleotide with the maximum count, and that count."""
+    if not counts:
+        raise ToolError("no counts given", "INVALID_ARGUMENTS")
+    best = max(counts, key=lambda base: counts[base])
+    return best, counts[best]
+
+
+@tool
+def is_valid_dna_sequence(dna_sequence: str) -> bool:
+    """Checks whether a DNA sequence holds only A, C, G and T."""
+    return bool(dna_sequence) and set(dna_sequence) <= set("ACGT")
+
+
+@tool
+def reverse_transcribe_mrna_to_dna(mrna_sequence: str) -> str:
+    """Reverse transcribes an mRNA sequence to DNA."""
+    return "".join({"U": "A", "A": "T", "C": "G", "G": "C"}.get(b, b) for b in mrna_sequence)
+
+
+# trade_calculator -------------------------------------------------------------------------
+
+_OPERATORS: dict[type[ast.AST], Callable[..., Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _evaluate(node: ast.AST) -> float:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and (abs(right) > 100 or abs(left) > 1e6):
+            raise ToolError(
+                "exponents are limited to 100 and bases to a million", "INVALID_ARGUMENTS"
+            )
+        return float(_OPERATORS[type(node.op)](left, right))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return float(_OPERATORS[type(node.op)](_evaluate(node.operand)))
+    raise ToolError("only numbers, + - * / ** and parentheses are allowed", "INVALID_ARGUMENTS")
+
+
+@tool
+def convert_currency(base_price: float, conversion_rate: float) -> float:
+    """Converts the commodity price to local currency."""
+    return base_price * conversion_rate
+
+
+@tool
+def calculate_tariff(price: float, tariff_rate: float) -> float:
+    """Calculates the trade tariff on a converted price; tariff_rate is in percent."""
+    return price * tariff_rate / 100
+
+
+@tool
+def estimate_final_value(price: float, tariff: float) -> float:
+    """Estimates the final trade value including the tariff."""
+    return price + tariff
+
+
+@tool
+def calculator(expression: str) -> float:
+    """Evaluates an arithmetic expression such as "2 + (3 * 4)"."""
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError:
+        raise ToolError(
+            f"not an arithmetic expression: {expression!r}", "INVALID_ARGUMENTS"
+        ) from None
+    return _evaluate(tree)
+
+
+@tool
+def find_minimum(values: list[float]) -> float:
+    """Finds the minimum of a list of numbers."""
+    return min(values)
+
+
+@tool
+def find_maximum(values: list[float]) -> float:
+    """Finds the maximum of a list of numbers."""
+    return max(values)
+
+
+DOMAIN_TOOLS: dict[str, list[Tool]] = {
+    "message_decoder": [
+        convert_hex_to_ascii,
+        reverse_string,
+        caesar_decode,
+        string_length,
+        minimum_value,
+        maximum_value,
+    ],
+    "cryptobotanists_plant_dna_sequencer": [
+        count_nucleotides,
+        transcribe_dna_to_mrna,
+        translate_mrna_to_amino_acid,
+        find_max_nucleotide,
+        is_valid_dna_sequence,
+        reverse_transcribe_mrna_to_dna,
+    ],
+    "trade_calculator": [
+        convert_currency,
+        calculate_tariff,
+        estimate_final_value,
+        calculator,
+        find_minimum,
+        find_maximum,
+    ],
+}
+
+__all__ = ["DOMAIN_TOOLS", "EXCLUDED", "Task", "check", "load_tasks"]
