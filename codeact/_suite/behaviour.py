@@ -103,6 +103,15 @@ def _evaluate(expression: str, values: Mapping[str, Any]) -> Any:
     return eval(compile(expression, "<plan>", "eval"), {"__builtins__": _SAFE}, dict(values))
 
 
-_SAFE = {"int": int, "len": len, "max": max, "min": min, "str": str, "float": float, "None": None}
+_SAFE = {
+    "int": int,
+    "len": len,
+    "max": max,
+    "min": min,
+    "str": str,
+    "float": float,
+    "None": None,
+    "sum": sum,
+}
 
 __all__ = ["MODE_OF_STYLE", "STYLES", "plan_model", "script"]

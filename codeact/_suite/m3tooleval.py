@@ -1,7 +1,10 @@
 """M3ToolEval's tools, implemented from their published descriptions, and its tasks.
 
 Fixes of the upstream data, applied here: tools taking ``*args`` take one list
-parameter instead (``values``), since variadic arguments have no JSON Schema form;
+parameter instead (``values``, ``preferences``), since variadic arguments have no JSON
+Schema form; the travel tools ``max``, ``min`` and ``sum`` are renamed ``max_value``,
+``min_value`` and ``sum_values`` so they do not shadow Python's builtins in scripts;
+travel locations are stored quoted upstream (``'"A"'``) and compared unquoted;
 ``longest_decoded_string`` is excluded (it expects a length, an int, for a question
 that asks for a message, and all three messages have the same length). The
 translation tool's output format is not published; one-letter codes, with 'X' for an
@@ -17,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
+
+from typing_extensions import TypedDict
 
 from .._exceptions import ToolError
 from .._tool import Tool, tool
@@ -329,6 +334,93 @@ def find_maximum(values: list[float]) -> float:
     return max(values)
 
 
+# travel_itinerary_planning ----------------------------------------------------------------
+
+
+def _travel_tables() -> dict[str, Any]:
+    raw = json.loads(
+        resources.files(__package__).joinpath("data/m3tooleval_travel_tables.json").read_text()
+    )
+    tables: dict[str, Any] = raw["tables"]
+    return tables
+
+
+def _place(name: str) -> str:
+    """Locations are stored quoted upstream ('"A"'); compare them unquoted."""
+    return name.strip().strip('"')
+
+
+class FlightOffer(TypedDict):
+    from_location: str
+    to_location: str
+    date: str
+    price: float
+
+
+class HotelOffer(TypedDict):
+    location: str
+    preferences: list[str]
+    price_per_night: float
+    rating: int
+
+
+@tool
+def find_flights(from_location: str, to_location: str, date: str) -> list[FlightOffer]:
+    """Finds flights from one location to another on a date (YYYY-MM-DD), in listing order."""
+    return [
+        {
+            "from_location": _place(f["from_location"]),
+            "to_location": _place(f["to_location"]),
+            "date": f["date"],
+            "price": f["price"],
+        }
+        for f in _travel_tables()["flights"]
+        if _place(f["from_location"]) == _place(from_location)
+        and _place(f["to_location"]) == _place(to_location)
+        and f["date"] == date
+    ]
+
+
+@tool
+def book_hotel(location: str, preferences: list[str] | None = None) -> list[HotelOffer]:
+    """Finds hotels in a location offering every preference given ("wifi", "pool", "gym")."""
+    wanted = set(preferences or [])
+    return [
+        {
+            "location": _place(h["location"]),
+            "preferences": list(h["preferences"]),
+            "price_per_night": h["price_per_night"],
+            "rating": h["rating"],
+        }
+        for h in _travel_tables()["hotels"]
+        if _place(h["location"]) == _place(location) and wanted <= set(h["preferences"])
+    ]
+
+
+@tool
+def budget_calculator(flight_price: float, hotel_price_per_night: float, num_nights: int) -> float:
+    """Total budget of a trip: the flight plus the hotel for the nights."""
+    return flight_price + hotel_price_per_night * num_nights
+
+
+@tool
+def max_value(values: list[float]) -> float:
+    """The largest of a list of numbers."""
+    return max(values)
+
+
+@tool
+def min_value(values: list[float]) -> float:
+    """The smallest of a list of numbers."""
+    return min(values)
+
+
+@tool
+def sum_values(values: list[float]) -> float:
+    """The sum of a list of numbers."""
+    return sum(values)
+
+
 DOMAIN_TOOLS: dict[str, list[Tool]] = {
     "message_decoder": [
         convert_hex_to_ascii,
@@ -345,6 +437,14 @@ DOMAIN_TOOLS: dict[str, list[Tool]] = {
         find_max_nucleotide,
         is_valid_dna_sequence,
         reverse_transcribe_mrna_to_dna,
+    ],
+    "travel_itinerary_planning": [
+        find_flights,
+        book_hotel,
+        budget_calculator,
+        max_value,
+        min_value,
+        sum_values,
     ],
     "trade_calculator": [
         convert_currency,

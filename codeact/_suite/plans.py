@@ -196,6 +196,195 @@ PLANS.update(
             ),
             "[av, bv, cv]",
         ),
+        "trade_calculator/best_trade_route_selection": Plan(
+            (
+                *trade("a", "500", "1.3", "7"),
+                *trade("b", "500", "1.4", "9"),
+                *trade("c", "500", "1.2", "4"),
+                s("low", "find_minimum", values="[av, bv, cv]"),
+            ),
+            "low",
+        ),
+        "trade_calculator/most_profitable_conversion_rate": Plan(
+            (
+                *trade("a", "300 * 1000", "2.5", "10"),
+                *trade("b", "300 * 1000", "2.3", "10"),
+                *trade("c", "300 * 1000", "2.7", "10"),
+                s("high", "find_maximum", values="[av, bv, cv]"),
+            ),
+            "high",
+        ),
+        "trade_calculator/bulk_trade_quantity_discount": Plan(
+            tuple(trade("a", "2500 * 1500 * 0.95", "1.8", "12")), "av"
+        ),
+        "trade_calculator/comparative_profit_analysis": Plan(
+            (
+                *trade("a", "100 * 300", "1.6", "6"),
+                *trade("b", "80 * 500", "1.8", "5"),
+                s("high", "find_maximum", values="[av, bv]"),
+            ),
+            "high",
+        ),
+        "trade_calculator/fluctuating_conversion_rates_impact": Plan(
+            (
+                *trade("a", "200 * 100", "1.7", "7"),
+                *trade("b", "200 * 150", "1.5", "7"),
+                *trade("c", "200 * 200", "1.6", "7"),
+            ),
+            "[av, bv, cv]",
+        ),
+        "trade_calculator/optimal_trade_route_multiple_commodities": Plan(
+            (
+                *trade("a", "200 * 150", "1.7", "8"),
+                *trade("b", "300 * 250", "1.5", "5"),
+                *trade("c", "400 * 100", "2.0", "10"),
+                s("high", "find_maximum", values="[av, bv, cv]"),
+            ),
+            "high",
+        ),
+        "trade_calculator/balancing_multiple_trade_offers": Plan(
+            (*trade("a", "250 * 300", "1.6", "6"), *trade("b", "220 * 150", "1.5", "4")),
+            "av - bv",
+        ),
+        "trade_calculator/dynamic_pricing_strategy": Plan(
+            (
+                *trade("a", "300 * 1.1 * 120", "1.8", "6"),
+                *trade("b", "300 * 100", "1.8", "6"),
+                *trade("c", "300 * 0.95 * 80", "1.8", "6"),
+            ),
+            "[av, bv, cv]",
+        ),
+        "trade_calculator/quantity_tariff_tradeoff": Plan(
+            (
+                *trade("a", "400 * 200", "1.7", "10"),
+                *trade("b", "400 * 150", "1.7", "5"),
+                s("high", "find_maximum", values="[av, bv]"),
+            ),
+            "high",
+        ),
+        "trade_calculator/optimizing_bulk_purchase_discounts": Plan(
+            (
+                *trade("a", "150 * 950", "1.6", "7"),
+                *trade("b", "150 * 1050 * 0.95", "1.6", "7"),
+                *trade("c", "180 * 950", "1.6", "7"),
+                *trade("d", "180 * 1050 * 0.95", "1.6", "7"),
+                s("high", "find_maximum", values="[av, bv, cv, dv]"),
+            ),
+            "high",
+        ),
+        "trade_calculator/long_term_vs_short_term_trade_decisions": Plan(
+            (
+                *trade("a", "200 * 600", "1.8", "5"),
+                *trade("b", "200 * 1.1 * 600", "1.8 - 0.2", "5 + 2"),
+            ),
+            "[av, bv]",
+        ),
+    }
+)
+
+CHEAPEST = "min({0}, key=lambda o: o['{1}'])['{1}']"
+FIRST = "{0}[0]['{1}']"
+BEST_RATED = "max({0}, key=lambda o: o['rating'])['price_per_night']"
+NO_POOL_CHEAPEST = (
+    "min([o for o in {0} if 'pool' not in o['preferences']], key=lambda o: o['{1}'])['{1}']"
+)
+
+
+def leg(
+    prefix: str,
+    source: str,
+    target: str,
+    date: str,
+    nights: int,
+    hotel: str,
+    prefs: tuple[str, ...] = (),
+    flight: str = CHEAPEST,
+) -> list[Step]:
+    """One leg of a trip: a flight, hotels, and the leg's budget."""
+    return [
+        s(
+            f"{prefix}f",
+            "find_flights",
+            from_location=repr(source),
+            to_location=repr(target),
+            date=repr(date),
+        ),
+        s(f"{prefix}h", "book_hotel", location=repr(target), preferences=repr(list(prefs))),
+        s(
+            f"{prefix}b",
+            "budget_calculator",
+            flight_price=flight.format(f"{prefix}f", "price"),
+            hotel_price_per_night=hotel.format(f"{prefix}h", "price_per_night"),
+            num_nights=str(nights),
+        ),
+    ]
+
+
+def trip(*legs: list[Step]) -> Plan:
+    steps = [step for one in legs for step in one]
+    if len(legs) == 1:
+        return Plan(tuple(steps), steps[-1].name)
+    total = s("total", "sum_values", values="[" + ", ".join(one[-1].name for one in legs) + "]")
+    return Plan((*steps, total), "total")
+
+
+_T = "travel_itinerary_planning/"
+PLANS.update(
+    {
+        _T + "plan_trip_to_0": trip(leg("a", "E", "A", "2023-12-25", 5, FIRST, ("wifi", "pool"))),
+        _T + "cheapest_new_york_trip": trip(leg("a", "E", "B", "2023-11-10", 3, CHEAPEST)),
+        _T + "luxury_tokyo_trip": trip(leg("a", "E", "C", "2023-10-05", 7, BEST_RATED)),
+        _T + "budget_trip_to_paris": trip(leg("a", "E", "A", "2023-12-25", 4, CHEAPEST)),
+        _T + "new_york_trip_with_specific_preferences": trip(
+            leg(
+                "a",
+                "E",
+                "B",
+                "2023-11-10",
+                3,
+                NO_POOL_CHEAPEST,
+                ("gym",),
+            )
+        ),
+        _T + "london_business_trip": trip(leg("a", "E", "D", "2023-08-15", 4, CHEAPEST, ("wifi",))),
+        _T + "last_minute_tokyo_trip": trip(leg("a", "E", "C", "2023-12-01", 3, CHEAPEST)),
+        _T + "new_york_holiday_season": trip(
+            leg("a", "E", "B", "2023-12-15", 7, CHEAPEST, ("gym", "pool"))
+        ),
+        _T + "multi_city_business_trip": trip(
+            leg("a", "E", "B", "2023-11-10", 2, CHEAPEST, ("wifi",)),
+            leg("b", "B", "C", "2023-11-13", 3, CHEAPEST, ("wifi",)),
+        ),
+        _T + "leisure_multi_city_trip": trip(
+            leg("a", "E", "A", "2023-12-25", 3, CHEAPEST),
+            leg("b", "A", "D", "2023-12-28", 2, CHEAPEST),
+        ),
+        _T + "three_city_european_tour": trip(
+            leg("a", "E", "A", "2023-12-25", 3, CHEAPEST, ("wifi",)),
+            leg("b", "A", "D", "2023-12-29", 4, CHEAPEST, ("wifi",)),
+            leg("c", "D", "C", "2024-01-02", 3, CHEAPEST, ("wifi",)),
+        ),
+        _T + "adventure_trip": trip(
+            leg("a", "E", "C", "2023-12-01", 2, CHEAPEST, ("pool",)),
+            leg("b", "C", "B", "2023-12-03", 3, CHEAPEST),
+            leg("c", "B", "D", "2023-12-06", 2, CHEAPEST, ("gym",)),
+        ),
+        _T + "cultural_exploration_tour": trip(
+            leg("a", "E", "A", "2023-12-25", 4, CHEAPEST, ("wifi",)),
+            leg("b", "A", "B", "2023-12-29", 2, CHEAPEST, ("wifi",)),
+            leg("c", "B", "D", "2024-01-01", 3, BEST_RATED, ("wifi",)),
+        ),
+        _T + "leisure_and_business_combo": trip(
+            leg("a", "E", "D", "2023-08-15", 3, CHEAPEST, ("wifi", "gym")),
+            leg("b", "D", "A", "2023-08-18", 2, CHEAPEST, ("pool",)),
+            leg("c", "A", "C", "2023-08-20", 2, CHEAPEST, ("wifi", "gym")),
+        ),
+        _T + "grand_tour_vacation": trip(
+            leg("a", "E", "C", "2023-12-01", 2, BEST_RATED),
+            leg("b", "C", "D", "2023-12-03", 3, BEST_RATED),
+            leg("c", "D", "B", "2023-12-06", 2, BEST_RATED),
+            leg("d", "B", "E", "2023-12-08", 3, BEST_RATED),
+        ),
     }
 )
 
