@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +33,9 @@ def dependencies(step: Step, names: set[str]) -> set[str]:
 
 def script(plan: Plan) -> str:
     """The plan as one action script: a line per step, the answer as the last expression."""
-    lines = [
+    expressions = [plan.answer, *(v for step in plan.steps for v in step.arguments.values())]
+    imports = ["import re"] if any("re." in e for e in expressions) else []
+    lines = imports + [
         f"{step.name} = {step.tool}({', '.join(f'{k}={v}' for k, v in step.arguments.items())})"
         for step in plan.steps
     ]
@@ -104,6 +107,7 @@ def _evaluate(expression: str, values: Mapping[str, Any]) -> Any:
 
 
 _SAFE = {
+    "re": re,
     "int": int,
     "len": len,
     "max": max,

@@ -18,7 +18,7 @@ from .._modes import Runtime
 from .._registry import ToolRegistry
 from .._session import ModelExchange, ToolCallRecorded
 from .behaviour import MODE_OF_STYLE, STYLES, plan_model
-from .m3tooleval import DOMAIN_TOOLS, Task, check, load_tasks
+from .m3tooleval import Task, check, domain_tools, load_tasks
 from .plans import PLANS
 
 
@@ -52,7 +52,7 @@ def planned_tasks() -> list[Task]:
 
 async def run_task(task: Task, style: str, count: Callable[[str], int]) -> Metrics:
     registry = ToolRegistry()
-    for made in DOMAIN_TOOLS[task.domain]:
+    for made in domain_tools(task.domain):
         registry.register(made)
     runtime = Runtime(registry, mode=MODE_OF_STYLE[style], executor=InProcessExecutor())
     model = plan_model(PLANS[task.name], style, {t.name: t for t in registry.tools()})

@@ -5,6 +5,9 @@ parameter instead (``values``, ``preferences``), since variadic arguments have n
 Schema form; the travel tools ``max``, ``min`` and ``sum`` are renamed ``max_value``,
 ``min_value`` and ``sum_values`` so they do not shadow Python's builtins in scripts;
 travel locations are stored quoted upstream (``'"A"'``) and compared unquoted;
+links and page names disagree on ``-`` and ``_`` (``/team/customer_support`` links to
+the page ``/team/customer-support``), so the browser treats the two as one; the view
+window (10 lines) is ours, the upstream size is not published;
 ``longest_decoded_string`` is excluded (it expects a length, an int, for a question
 that asks for a message, and all three messages have the same length). The
 translation tool's output format is not published; one-letter codes, with 'X' for an
@@ -421,6 +424,80 @@ def sum_values(values: list[float]) -> float:
     return sum(values)
 
 
+# web_browsing -------------------------------------------------------------------------------
+
+VIEW_LINES = 10
+
+
+def _pages() -> dict[str, str]:
+    text = resources.files(__package__).joinpath("data/m3tooleval_web_pages.jsonl").read_text()
+    pages = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return {_slug(p["name"]): p["content"] for p in pages}
+
+
+def _slug(url: str) -> str:
+    """Links and page names disagree on '-' and '_' upstream; treat them as one."""
+    return url.strip().replace("-", "_")
+
+
+def browser_tools() -> list[Tool]:
+    """A fresh browser (its own page, history and scroll position) and its tools."""
+    pages = _pages()
+    state: dict[str, Any] = {"page": "/", "offset": 0, "history": []}
+
+    def render() -> str:
+        lines = pages[state["page"]].splitlines()
+        start = state["offset"]
+        shown = lines[start : start + VIEW_LINES]
+        footer = "\n[more below: scroll_down()]" if start + VIEW_LINES < len(lines) else ""
+        header = f"[page {state['page']}, lines {start + 1}-{start + len(shown)} of {len(lines)}]"
+        return "\n".join([header, *shown]) + footer
+
+    @tool
+    def click_url(url: str) -> str:
+        """Clicks a URL shown as [Clickable '<url>'] in the current view; returns the new view."""
+        if f"[Clickable '{url}']" not in render():
+            raise ToolError(f"{url!r} is not clickable in the current view", "INVALID_ARGUMENTS")
+        if _slug(url) not in pages:
+            raise ToolError(f"{url!r} leads nowhere (page not found)")
+        state["history"].append(state["page"])
+        state["page"], state["offset"] = _slug(url), 0
+        return render()
+
+    @tool
+    def go_to_previous_page() -> str:
+        """Goes back to the previous page; returns its view."""
+        if not state["history"]:
+            raise ToolError("there is no previous page", "INVALID_ARGUMENTS")
+        state["page"], state["offset"] = state["history"].pop(), 0
+        return render()
+
+    @tool
+    def scroll_down() -> str:
+        """Scrolls the view down; returns the new view."""
+        total = len(pages[state["page"]].splitlines())
+        state["offset"] = min(state["offset"] + VIEW_LINES, max(total - VIEW_LINES, 0))
+        return render()
+
+    @tool
+    def scroll_up() -> str:
+        """Scrolls the view up; returns the new view."""
+        state["offset"] = max(state["offset"] - VIEW_LINES, 0)
+        return render()
+
+    @tool
+    def view() -> str:
+        """The current view of the page."""
+        return render()
+
+    return [click_url, go_to_previous_page, scroll_down, scroll_up, view, calculator]
+
+
+def domain_tools(domain: str) -> list[Tool]:
+    """The tools of a domain; stateful ones are made fresh for each run."""
+    return browser_tools() if domain == "web_browsing" else list(DOMAIN_TOOLS[domain])
+
+
 DOMAIN_TOOLS: dict[str, list[Tool]] = {
     "message_decoder": [
         convert_hex_to_ascii,
@@ -456,4 +533,4 @@ DOMAIN_TOOLS: dict[str, list[Tool]] = {
     ],
 }
 
-__all__ = ["DOMAIN_TOOLS", "EXCLUDED", "Task", "check", "load_tasks"]
+__all__ = ["DOMAIN_TOOLS", "EXCLUDED", "Task", "check", "domain_tools", "load_tasks"]

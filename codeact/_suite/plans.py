@@ -389,3 +389,124 @@ PLANS.update(
 )
 
 __all__ = ["PLANS", "Plan", "Step"]
+
+
+# web_browsing ----------------------------------------------------------------------------
+
+_W = "web_browsing/"
+PRICE = "float(re.search(r'Price: \\$([\\d.]+)', {}).group(1))"
+CATEGORY = {
+    "wand": "wand",
+    "potion": "potion",
+    "spellbook": "spellbook",
+    "crystal ball": "crystal_ball",
+}
+DEPARTMENT = {
+    "allison_hill": "engineering",
+    "meredith_barnes": "engineering",
+    "kimberly_dudley": "engineering",
+    "henry_santiago": "marketing",
+}
+FIELD = {"email": "Email", "phone_number": "Phone", "expertise": "Expertise"}
+SUPPORT = [
+    "david_caldwell",
+    "scott_brown",
+    "thomas_ramos",
+    "james_house",
+    "jordan_york",
+    "mike_allen",
+]
+
+
+def clicks(prefix: str, *urls: str) -> list[Step]:
+    return [s(f"{prefix}{i}", "click_url", url=repr(url)) for i, url in enumerate(urls)]
+
+
+def item_url(item: str) -> tuple[str, str]:
+    words = item.lower()
+    category = next(c for name, c in CATEGORY.items() if words.endswith(name))
+    return f"/products/{category}", f"/products/{category}/{words.replace(' ', '_')}"
+
+
+def visit_items(items: list[str]) -> tuple[list[Step], list[str]]:
+    steps: list[Step] = [s("p", "click_url", url=repr("/products"))]
+    pages = []
+    for number, item in enumerate(items):
+        category, url = item_url(item)
+        steps += clicks(f"i{number}_", category, url)
+        pages.append(f"i{number}_1")
+        steps += [s(f"b{number}_{k}", "go_to_previous_page") for k in range(2)]
+    return steps, pages
+
+
+for _item in (
+    "Legendary Wand",
+    "Legendary Potion",
+    "Legendary Spellbook",
+    "Legendary Crystal Ball",
+):
+    _steps = [s("p", "click_url", url=repr("/products")), *clicks("c", *item_url(_item))]
+    PLANS[_W + "price_of_" + _item.lower().replace(" ", "_")] = Plan(
+        tuple(_steps), PRICE.format("c1")
+    )
+
+for _person, _department in DEPARTMENT.items():
+    _path = clicks("c", "/team", f"/team/{_department}", f"/team/{_department}/{_person}")
+    for _field, _label in FIELD.items():
+        PLANS[f"{_W}{_field}_of_{_person}"] = Plan(
+            tuple(_path), f"re.search(r'{_label}: (.+)', c2).group(1).strip()"
+        )
+    PLANS[f"{_W}department_of_{_person}"] = Plan(
+        tuple(_path), "re.search(r'of (\\w[\\w ]*?) Department', c2).group(1)"
+    )
+
+for _number, _items in enumerate(
+    (
+        ["Legendary Wand", "Enchanted Potion", "Magical Spellbook"],
+        ["Mystical Crystal Ball", "Rare Crystal Ball", "Magical Spellbook"],
+        ["Ancient Wand", "Mystical Wand", "Enchanted Potion"],
+        ["Mystical Crystal Ball", "Rare Crystal Ball", "Magical Spellbook", "Mystical Potion"],
+    )
+):
+    _steps, _pages = visit_items(_items)
+    PLANS[f"{_W}total_price_of_selected_items_{_number}"] = Plan(
+        tuple(_steps), " + ".join(PRICE.format(p) for p in _pages)
+    )
+
+for _number, _items in enumerate(
+    (
+        ["Legendary Wand", "Enchanted Potion", "Magical Spellbook"],
+        ["Mystical Crystal Ball", "Magical Spellbook"],
+        ["Ancient Wand", "Enchanted Potion"],
+        ["Ancient Crystal Ball", "Rare Wand"],
+    )
+):
+    _steps, _pages = visit_items(_items)
+    PLANS[f"{_W}total_price_of_selected_items_after_discount_{_number}"] = Plan(
+        tuple(_steps), "(" + " + ".join(PRICE.format(p) for p in _pages) + ") * 0.9"
+    )
+
+PLANS[_W + "people_in_sales"] = Plan(
+    tuple(clicks("c", "/team", "/team/sales")), "len(re.findall(r'\\[Clickable', c1))"
+)
+PLANS[_W + "people_in_customer_support"] = Plan(
+    tuple(clicks("c", "/team", "/team/customer_support")), "len(re.findall(r'\\[Clickable', c1))"
+)
+
+_support_steps = clicks("c", "/team", "/team/customer_support")
+for _k, _who in enumerate(SUPPORT):
+    _support_steps += [
+        s(f"m{_k}", "click_url", url=repr(f"/team/customer_support/{_who}")),
+        s(f"back{_k}", "go_to_previous_page"),
+    ]
+_PEOPLE = "[" + ", ".join(f"m{k}" for k in range(len(SUPPORT))) + "]"
+for _who, _phone in (
+    ("thomas_ramos", "432-867-7360"),
+    ("james_house", "+1-972-434-3098x05009"),
+    ("jordan_york", "(719)639-9091x6998"),
+    ("mike_allen", "310-579-9118x38425"),
+):
+    PLANS[f"{_W}match_phone_number_to_person_{_who}"] = Plan(
+        tuple(_support_steps),
+        f"[re.search(r'\\n(.+?) of ', p).group(1) for p in {_PEOPLE} if {_phone!r} in p][0]",
+    )
