@@ -20,8 +20,8 @@ demo: $(STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check codeact stdlib_bindings tests benchmarks examples
-	$(BIN)/ruff format --check codeact stdlib_bindings tests benchmarks examples
+	$(BIN)/ruff check codeact stdlib_bindings tests benchmarks examples notebooks
+	$(BIN)/ruff format --check codeact stdlib_bindings tests benchmarks examples notebooks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -8,15 +8,18 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
+from .._code_mode import RUN_CODE
+from .._events import DispatchEvent, ToolCallFinished
 from .._executors import InProcessExecutor
-from .._loop import Agent
-from .._models import ModelRequest
+from .._loop import Agent, StepLimit
+from .._models import Model, ModelError, ModelReply, ModelRequest
 from .._modes import Runtime
 from .._registry import ToolRegistry
-from .._session import ModelExchange, ToolCallRecorded
+from .._session import ModelExchange, ToolCallRecorded, ToolResultRecorded
 from .behaviour import MODE_OF_STYLE, STYLES, plan_model
 from .m3tooleval import Task, check, domain_tools, load_tasks
 from .plans import PLANS
@@ -29,11 +32,38 @@ class Metrics:
     success: bool
     round_trips: int
     tool_calls: int
+    errors: int
     prompt_tokens: int
     peak_prompt_tokens: int
     completion_tokens: int
     advertisement_tokens: int
+    tool_output_tokens: int
     seconds: float
+    model_seconds: float
+    tool_seconds: float
+
+    @property
+    def runtime_seconds(self) -> float:
+        """Time that was neither the model's nor the tools': the runtime's own."""
+        return max(self.seconds - self.model_seconds - self.tool_seconds, 0.0)
+
+
+class Recorder:
+    """Wraps a model to keep every request and the time spent waiting for it."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.name = model.name
+        self.requests: list[ModelRequest] = []
+        self.seconds = 0.0
+
+    async def respond(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        started = time.perf_counter()
+        try:
+            return await self.model.respond(request)
+        finally:
+            self.seconds += time.perf_counter() - started
 
 
 def tokenizer() -> tuple[str, Callable[[str], int]]:
@@ -50,45 +80,64 @@ def planned_tasks() -> list[Task]:
     return [t for t in load_tasks() if t.name in PLANS]
 
 
-async def run_task(task: Task, style: str, count: Callable[[str], int]) -> Metrics:
+async def run_task(
+    task: Task, style: str, count: Callable[[str], int], *, model: Model | None = None
+) -> Metrics:
+    """One task in one style; ``model`` defaults to the behaviour generated from its plan."""
     registry = ToolRegistry()
     for made in domain_tools(task.domain):
         registry.register(made)
     runtime = Runtime(registry, mode=MODE_OF_STYLE[style], executor=InProcessExecutor())
-    model = plan_model(PLANS[task.name], style, {t.name: t for t in registry.tools()})
-    requests: list[ModelRequest] = []
-    respond = model.function
+    tools = {t.name: t for t in registry.tools()}
+    recorder = Recorder(model or plan_model(PLANS[task.name], style, tools))
+    tool_seconds = 0.0
 
-    def recording(request: ModelRequest):  # type: ignore[no-untyped-def]
-        requests.append(request)
-        return respond(request)
+    def on_dispatch(event: DispatchEvent) -> None:
+        nonlocal tool_seconds
+        if isinstance(event, ToolCallFinished) and event.parent is None:
+            tool_seconds += event.seconds
 
-    model.function = recording
-    agent = Agent(runtime, model, max_steps=60)
+    registry.add_listener(on_dispatch)
+    agent = Agent(runtime, recorder, max_steps=60)
     started = time.perf_counter()
-    text = await agent.run(task.instruction)
+    try:
+        text = await agent.run(task.instruction)
+    except (StepLimit, ModelError) as error:
+        text = f"(no answer: {error})"
     seconds = time.perf_counter() - started
     await runtime.aclose()
-    prompts = [count(json.dumps([r.system, list(r.messages), list(r.tools)])) for r in requests]
-    replies = [json.dumps(m) for m in agent.session.history() if m["role"] == "assistant"]
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        answer = text
+    events = agent.session.events
+    prompts = [
+        count(json.dumps([r.system, list(r.messages), list(r.tools)])) for r in recorder.requests
+    ]
+    history = agent.session.history()
     return Metrics(
         task=task.name,
         style=style,
-        success=check(task.expected, answer),
-        round_trips=sum(isinstance(e, ModelExchange) for e in agent.session.events),
-        tool_calls=sum(
-            isinstance(e, ToolCallRecorded) and e.name != "run_code" for e in agent.session.events
-        ),
+        success=check(task.expected, _answer(text)),
+        round_trips=sum(isinstance(e, ModelExchange) for e in events),
+        tool_calls=sum(isinstance(e, ToolCallRecorded) and e.name != RUN_CODE for e in events),
+        errors=sum(isinstance(e, ToolResultRecorded) and e.is_error for e in events),
         prompt_tokens=sum(prompts),
         peak_prompt_tokens=max(prompts, default=0),
-        completion_tokens=sum(count(r) for r in replies),
-        advertisement_tokens=count(json.dumps(list(requests[0].tools))) if requests else 0,
+        completion_tokens=sum(count(json.dumps(m)) for m in history if m["role"] == "assistant"),
+        advertisement_tokens=count(json.dumps(list(recorder.requests[0].tools)))
+        if recorder.requests
+        else 0,
+        tool_output_tokens=sum(count(m["content"]) for m in history if m["role"] == "tool"),
         seconds=seconds,
+        model_seconds=recorder.seconds,
+        tool_seconds=tool_seconds,
     )
+
+
+def _answer(text: str) -> Any:
+    """The final answer as a value: JSON if it parses, else the text after any 'Answer:'."""
+    candidate = text.split("Answer:")[-1].strip()
+    try:
+        return json.loads(candidate)
+    except ValueError:
+        return candidate.strip("'\"")
 
 
 async def run_suite(
@@ -108,23 +157,38 @@ async def run_suite(
 
 
 def table(results: list[Metrics]) -> str:
-    """Per style: success, and medians and totals of the costs."""
-    header = (
-        f"{'style':<16} {'success':>8} {'round trips':>12} {'tool calls':>11} "
-        f"{'prompt tokens':>14} {'peak prompt':>12} {'completion':>11} "
-        f"{'tools ad':>9} {'time ms':>8}"
-    )
+    """Per style: success, errors, and totals of the costs; times are medians per task."""
+    columns = (
+        ("success", 8), ("round trips", 11), ("tool calls", 10), ("errors", 6), ("prompt tok", 10),
+        ("peak prompt", 11), ("completion", 10), ("tools ad", 8), ("tool output", 11),
+        ("ms model/tool/runtime", 21),
+    )  # fmt: skip
+    header = f"{'style':<16}" + "".join(f" {name:>{width}}" for name, width in columns)
     lines = [header, "-" * len(header)]
     for style in dict.fromkeys(r.style for r in results):
         rows = [r for r in results if r.style == style]
-        ok = sum(r.success for r in rows)
+
+        def median_ms(values: Iterable[float]) -> str:
+            return f"{1000 * statistics.median(values):.1f}"
+
+        split = "/".join(
+            median_ms(getattr(r, field) for r in rows)
+            for field in ("model_seconds", "tool_seconds", "runtime_seconds")
+        )
+        cells = (
+            f"{sum(r.success for r in rows)}/{len(rows)}",
+            f"{sum(r.round_trips for r in rows)}",
+            f"{sum(r.tool_calls for r in rows)}",
+            f"{sum(r.errors for r in rows)}",
+            f"{sum(r.prompt_tokens for r in rows):,}",
+            f"{max(r.peak_prompt_tokens for r in rows):,}",
+            f"{sum(r.completion_tokens for r in rows):,}",
+            f"{statistics.median(r.advertisement_tokens for r in rows):,.0f}",
+            f"{sum(r.tool_output_tokens for r in rows):,}",
+            split,
+        )
         lines.append(
-            f"{style:<16} {ok:>4}/{len(rows):<3} {sum(r.round_trips for r in rows):>12} "
-            f"{sum(r.tool_calls for r in rows):>11} {sum(r.prompt_tokens for r in rows):>14,} "
-            f"{max(r.peak_prompt_tokens for r in rows):>12,} "
-            f"{sum(r.completion_tokens for r in rows):>11,} "
-            f"{statistics.median(r.advertisement_tokens for r in rows):>9,.0f} "
-            f"{1000 * statistics.median(r.seconds for r in rows):>8.1f}"
+            f"{style:<16}" + "".join(f" {c:>{w}}" for c, (_, w) in zip(cells, columns, strict=True))
         )
     return "\n".join(lines)
 
