@@ -66,3 +66,17 @@ def test_check_compares_values_not_text() -> None:
     assert check(("A", 3), ["A", 3])
     assert not check(3, "3")
     assert check({"T": 1, "A": 2}, {"A": 2, "T": 1})
+
+
+def test_every_injected_fault_is_handled_with_its_code() -> None:
+    from codeact._suite.faults import FAULTS, run_faults
+
+    results = anyio.run(run_faults)
+    assert len(results) == sum(2 if f.native else 1 for f in FAULTS)
+    assert [r for r in results if not r.handled] == []
+    assert {r.code for r in results} >= {
+        "INVALID_ARGUMENTS",
+        "UNKNOWN_TOOL",
+        "CODE_RESOURCE_LIMIT",
+        "CODE_SECURITY_VIOLATION",
+    }

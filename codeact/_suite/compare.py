@@ -21,6 +21,7 @@ from .._modes import Runtime
 from .._registry import ToolRegistry
 from .._session import ModelExchange, ToolCallRecorded, ToolResultRecorded
 from .behaviour import MODE_OF_STYLE, STYLES, plan_model
+from .faults import fault_table, run_faults
 from .m3tooleval import Task, check, domain_tools, load_tasks
 from .plans import PLANS
 
@@ -204,6 +205,8 @@ def main() -> None:
         f"tokens: {name}; totals over all tasks, peak and time per task (median for time, tools ad)"
     )
     print(table(results))
+    print("\nFault injection (one bad action, then the model gives up):")
+    print(fault_table(anyio.run(run_faults)))
 
 
 __all__ = ["Metrics", "main", "planned_tasks", "run_suite", "run_task", "table"]
