@@ -121,8 +121,7 @@ def command_schemas(options: argparse.Namespace) -> int:
 def command_compare(options: argparse.Namespace) -> int:
     from ._suite.compare import main as compare_main
 
-    compare_main()
-    return EXIT_OK
+    return compare_main(options.rest)  # the comparison parses its own options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,17 +147,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
     )
     schemas.set_defaults(handler=command_schemas)
-    compare = commands.add_parser("compare", help="run the offline task suite in each mode")
-    compare.set_defaults(handler=command_compare)
+    compare = commands.add_parser("compare", help="run the task suite in each mode", add_help=False)
+    compare.set_defaults(handler=command_compare, rest=[])
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        options = parser.parse_args(argv)
+        options, unknown = parser.parse_known_args(argv)
+        if unknown and options.command != "compare":
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exit_:  # argparse exits 2 on bad usage, 0 on --help
         return int(exit_.code or 0)
+    if options.command == "compare":
+        options.rest = unknown
     try:
         code: int = options.handler(options)
     except UsageFailure as failure:

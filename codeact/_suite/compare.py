@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +17,7 @@ import anyio
 from .._code_mode import RUN_CODE
 from .._events import DispatchEvent, ToolCallFinished
 from .._executors import InProcessExecutor
+from .._http_models import OpenAIChatModel
 from .._loop import Agent, StepLimit
 from .._models import Model, ModelError, ModelReply, ModelRequest
 from .._modes import Runtime
@@ -24,6 +27,7 @@ from .behaviour import MODE_OF_STYLE, STYLES, plan_model
 from .faults import fault_table, run_faults
 from .m3tooleval import Task, check, domain_tools, load_tasks
 from .plans import PLANS
+from .real import Cassette, CassetteModel, paired, probe
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -142,14 +146,19 @@ def _answer(text: str) -> Any:
 
 
 async def run_suite(
-    tasks: Iterable[Task], styles: Iterable[str] = STYLES
+    tasks: Iterable[Task],
+    styles: Iterable[str] = STYLES,
+    *,
+    model: Model | None = None,
+    repeats: int = 1,
 ) -> tuple[str, list[Metrics]]:
     name, count = tokenizer()
     results = []
     chosen = list(tasks)
     for number, task in enumerate(chosen, 1):
         for style in styles:
-            results.append(await run_task(task, style, count))
+            for _ in range(repeats):
+                results.append(await run_task(task, style, count, model=model))
         if sys.stderr.isatty():
             print(f"\r  {number}/{len(chosen)} tasks", end="", file=sys.stderr, flush=True)
     if sys.stderr.isatty():
@@ -194,19 +203,80 @@ def table(results: list[Metrics]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    tasks = planned_tasks()
-    print(
-        f"Offline comparison on {len(tasks)} M3ToolEval tasks: the model's behaviour is generated "
-        "from each task's plan, so this measures the runtime's mechanics, not a model's ability."
+def main(argv: Sequence[str] | None = None) -> int:
+    """``codeact compare``: offline by default; ``--model`` runs against a real endpoint."""
+    parser = argparse.ArgumentParser(prog="codeact compare")
+    parser.add_argument(
+        "--model", default=os.environ.get("CODEACT_MODEL"), help="run against this model"
     )
-    name, results = anyio.run(run_suite, tasks)
+    parser.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible base URL (or OPENAI_BASE_URL)"
+    )
+    parser.add_argument("--api-key", default=None, help="API key (or OPENAI_API_KEY)")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--tasks", type=int, default=0, help="only the first N tasks")
+    parser.add_argument("--styles", default=",".join(STYLES))
+    parser.add_argument(
+        "--cassette", default=None, help="record to (or, with --replay, replay from) this file"
+    )
+    parser.add_argument(
+        "--replay", action="store_true", help="replay the cassette offline, no endpoint"
+    )
+    options = parser.parse_args(argv)
+    tasks = planned_tasks()[: options.tasks or None]
+    styles = [s for s in options.styles.split(",") if s]
+    model = _real_model(options)
+    if model is None:
+        print(
+            f"Offline comparison on {len(tasks)} M3ToolEval tasks: the model's behaviour is "
+            "generated from each task's plan, so this measures the runtime's mechanics, "
+            "not a model's ability."
+        )
+    else:
+        problem = None if options.replay else anyio.run(probe, model)
+        if problem is not None:
+            print(f"codeact compare: {problem}", file=sys.stderr)
+            return 2
+        print(
+            f"Comparison on {len(tasks)} tasks with {model.name}, "
+            f"{options.repeats} run(s) each, temperature 0."
+        )
+    name, results = anyio.run(
+        lambda: run_suite(tasks, styles, model=model, repeats=options.repeats)
+    )
     print(
         f"tokens: {name}; totals over all tasks, peak and time per task (median for time, tools ad)"
     )
     print(table(results))
-    print("\nFault injection (one bad action, then the model gives up):")
-    print(fault_table(anyio.run(run_faults)))
+    if model is not None and len(styles) > 1:
+        print(f"\nPaired differences per task ({styles[0]} minus others):")
+        for other in styles[1:]:
+            for field in ("round_trips", "prompt_tokens", "success"):
+                p = paired(results, styles[0], other, field)
+                print(
+                    f"  {styles[0]} - {other:<16} {field:<14} mean {p['mean']:+.2f} "
+                    f"(se {p['stderr']:.2f}, "
+                    f"{p['right_lower']}/{p['tasks']} tasks lower in {other})"
+                )
+    else:
+        print("\nFault injection (one bad action, then the model gives up):")
+        print(fault_table(anyio.run(run_faults)))
+    return 0
+
+
+def _real_model(options: argparse.Namespace) -> Model | None:
+    if not options.model and not options.replay:
+        return None
+    name = options.model or "replay"
+    cassette = Cassette(options.cassette) if options.cassette else None
+    if options.replay:
+        if cassette is None:
+            raise SystemExit("codeact compare: --replay needs --cassette")
+        return CassetteModel(cassette, None, name=name)
+    endpoint = OpenAIChatModel(
+        model=name, base_url=options.base_url, api_key=options.api_key, temperature=0
+    )
+    return CassetteModel(cassette, endpoint, name=name) if cassette else endpoint
 
 
 __all__ = ["Metrics", "main", "planned_tasks", "run_suite", "run_task", "table"]
