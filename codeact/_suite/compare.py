@@ -74,7 +74,7 @@ class Recorder:
 def tokenizer() -> tuple[str, Callable[[str], int]]:
     """A real BPE tokenizer when bpe-openai is installed; otherwise characters / 4."""
     try:
-        import bpe_openai  # type: ignore[import-untyped, unused-ignore]
+        import bpe_openai  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
         return "approximate (characters / 4)", lambda text: (len(text) + 3) // 4
     encoding = bpe_openai.get_encoding("o200k_base")
