@@ -124,6 +124,19 @@ def command_compare(options: argparse.Namespace) -> int:
     return compare_main(options.rest)  # the comparison parses its own options
 
 
+def command_serve_mcp(options: argparse.Namespace) -> int:
+    from .mcp import mcp_server, serve_stdio
+
+    registry = ToolRegistry()
+    for spec in options.tools or []:
+        load_tools(spec, registry)
+    from ._modes import Runtime
+
+    runtime = Runtime(registry, mode=options.mode, executor=make_executor(options.executor))
+    anyio.run(serve_stdio, mcp_server(runtime, mode=options.mode))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codeact", description="Let agents act through code.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -147,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
     )
     schemas.set_defaults(handler=command_schemas)
+    serve = commands.add_parser("serve-mcp", help="serve the tools over MCP on stdin/stdout")
+    serve.add_argument("--mode", choices=("native", "code", "both"), default="code")
+    serve.add_argument(
+        "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
+    )
+    serve.add_argument("--executor", choices=("process", "inprocess"), default="process")
+    serve.set_defaults(handler=command_serve_mcp)
     compare = commands.add_parser("compare", help="run the task suite in each mode", add_help=False)
     compare.set_defaults(handler=command_compare, rest=[])
     return parser

@@ -1,0 +1,183 @@
+"""MCP: take in MCP servers' tools as registry tools, and serve a runtime over MCP.
+
+Needs the optional extra ``codeact[mcp]`` (the official ``mcp`` SDK). An
+:class:`MCPConnection` keeps one session per server open in a background task and
+reconnects after a failure; while the server is down its tools answer with a clear
+error. :func:`mcp_server` serves a runtime in any mode: in code mode, MCP clients get
+the one ``run_code`` tool over every registered tool (MCP-bound ones included).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from ._call import ToolCall
+from ._exceptions import ToolError
+from ._json import thaw
+from ._modes import Mode, Runtime
+from ._tool import Tool
+
+RETRY_SECONDS = 1.0
+_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+
+ServerSpec = StdioServerParameters | str
+
+
+class MCPConnection:
+    """One MCP server (a command over stdio, or a streamable HTTP URL), kept connected."""
+
+    def __init__(
+        self, server: ServerSpec, *, prefix: str = "", retry_seconds: float = RETRY_SECONDS
+    ) -> None:
+        self.server = server
+        self.prefix = prefix
+        self.retry_seconds = retry_seconds
+        self.last_error: str | None = None
+        self._client: Client | None = None
+        self._lost = anyio.Event()
+        self._closing = False
+        self._tasks: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> MCPConnection:
+        self._tasks = await anyio.create_task_group().__aenter__()
+        await self._tasks.start(self._hold)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._closing = True
+        assert self._tasks is not None
+        self._tasks.cancel_scope.cancel()
+        await self._tasks.__aexit__(None, None, None)
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    async def _hold(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Keep a session open; when it is lost, open another after a pause."""
+        started = False
+        while not self._closing:
+            try:
+                async with Client(self.server) as client:
+                    self._client, self.last_error = client, None
+                    if not started:
+                        started = True
+                        task_status.started()
+                    await self._lost.wait()
+            except Exception as error:  # any failure to connect: reported, then retried
+                self.last_error = f"{type(error).__name__}: {error}"
+                if not started:
+                    raise
+            finally:
+                self._client = None
+                self._lost = anyio.Event()
+            await anyio.sleep(self.retry_seconds)
+
+    async def tools(self) -> list[Tool]:
+        """The server's tools as registry tools (names made safe, prefixed if asked)."""
+        client = self._require()
+        listed = await client.list_tools()
+        return [self._bind(tool) for tool in listed.tools]
+
+    def _bind(self, remote: types.Tool) -> Tool:
+        name = _INVALID.sub("_", f"{self.prefix}{remote.name}")[:64]
+        schema = dict(remote.input_schema or {"type": "object"})
+        schema.setdefault("type", "object")
+        output = dict(remote.output_schema) if remote.output_schema else None
+
+        async def call(**arguments: Any) -> Any:
+            return await self.call(remote.name, arguments, structured=output is not None)
+
+        return Tool.from_schema(
+            name=name,
+            description=remote.description or remote.title or remote.name,
+            parameters=schema,
+            function=call,
+            output_schema=output,
+        )
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any], *, structured: bool = False
+    ) -> Any:
+        """Call a tool on the server; its ``isError`` becomes a ToolError."""
+        client = self._require()
+        try:
+            result = await client.call_tool(name, dict(arguments))
+        except (
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            anyio.EndOfStream,
+            OSError,
+        ) as error:
+            self.last_error = f"{type(error).__name__}: {error}"
+            self._lost.set()
+            raise ToolError(f"the MCP server went away ({self.last_error}); reconnecting") from None
+        text = "\n".join(
+            block.text for block in result.content if isinstance(block, types.TextContent)
+        )
+        if result.is_error:
+            raise ToolError(text or f"{name} failed on the MCP server")
+        if structured and result.structured_content is not None:
+            return result.structured_content
+        return text
+
+    def _require(self) -> Client:
+        if self._client is None:
+            raise ToolError(
+                f"the MCP server is down ({self.last_error or 'not connected'}); reconnecting"
+            )
+        return self._client
+
+
+def mcp_server(
+    runtime: Runtime, *, mode: Mode | str | None = None, name: str = "codeact"
+) -> Server[Any]:
+    """An MCP server offering ``runtime``'s tools as advertised in ``mode``."""
+    numbers = itertools.count(1)
+
+    async def list_tools(
+        context: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=str(s["name"]),
+                    description=str(s["description"]),
+                    input_schema=dict(s["parameters"]),  # type: ignore[arg-type]
+                )
+                for s in runtime.schemas(mode)
+            ]
+        )
+
+    async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        call = ToolCall(f"mcp-{next(numbers)}", params.name, dict(params.arguments or {}))
+        result = await runtime.execute(call, mode=mode)
+        value = None if result.is_error else thaw(result.value)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.text)],
+            structured_content=value if isinstance(value, dict) else None,
+            is_error=result.is_error,
+        )
+
+    return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve one MCP connection over this process's stdin and stdout."""
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+__all__ = ["MCPConnection", "mcp_server", "serve_stdio"]
