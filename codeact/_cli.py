@@ -133,7 +133,19 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
     from ._modes import Runtime
 
     runtime = Runtime(registry, mode=options.mode, executor=make_executor(options.executor))
-    anyio.run(serve_stdio, mcp_server(runtime, mode=options.mode))
+    server = mcp_server(runtime, mode=options.mode)
+    if options.http:
+        import uvicorn
+
+        host, _, port = options.http.rpartition(":")
+        uvicorn.run(
+            server.streamable_http_app(host=host or "127.0.0.1"),
+            host=host or "127.0.0.1",
+            port=int(port),
+            log_level="warning",
+        )
+    else:
+        anyio.run(serve_stdio, server)
     return EXIT_OK
 
 
@@ -166,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
     )
     serve.add_argument("--executor", choices=("process", "inprocess"), default="process")
+    serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     serve.set_defaults(handler=command_serve_mcp)
     compare = commands.add_parser("compare", help="run the task suite in each mode", add_help=False)
     compare.set_defaults(handler=command_compare, rest=[])

@@ -12,12 +12,12 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import anyio.abc
 import mcp_types as types
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
@@ -115,15 +115,17 @@ class MCPConnection:
         client = self._require()
         try:
             result = await client.call_tool(name, dict(arguments))
+        except MCPError as error:
+            if "closed" not in str(error).lower():
+                raise ToolError(f"the MCP server refused the call: {error}") from None
+            self._went_away(error)
         except (
             anyio.BrokenResourceError,
             anyio.ClosedResourceError,
             anyio.EndOfStream,
             OSError,
         ) as error:
-            self.last_error = f"{type(error).__name__}: {error}"
-            self._lost.set()
-            raise ToolError(f"the MCP server went away ({self.last_error}); reconnecting") from None
+            self._went_away(error)
         text = "\n".join(
             block.text for block in result.content if isinstance(block, types.TextContent)
         )
@@ -132,6 +134,11 @@ class MCPConnection:
         if structured and result.structured_content is not None:
             return result.structured_content
         return text
+
+    def _went_away(self, error: BaseException) -> NoReturn:
+        self.last_error = f"{type(error).__name__}: {error}"
+        self._lost.set()
+        raise ToolError(f"the MCP server went away ({self.last_error}); reconnecting") from None
 
     def _require(self) -> Client:
         if self._client is None:

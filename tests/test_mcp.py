@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
+import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -75,7 +76,7 @@ async def test_git_server_reads_a_repository_the_test_created(tmp_path: Path) ->
         ["git", "init", "-q"],
         ["git", "commit", "-q", "--allow-empty", "-m", "first commit"],
     ):
-        subprocess.run(command, cwd=repo, check=True, env=environment)
+        await anyio.run_process(command, cwd=repo, env=environment)
     (repo / "new.txt").write_text("hello")
     async with MCPConnection(server("mcp-server-git", "--repository", str(repo))) as connection:
         runtime = await bound(connection)
@@ -120,3 +121,83 @@ async def test_an_official_client_uses_our_code_mode_server_end_to_end() -> None
             failed = await client.call_tool("run_code", {"code": "import os"})
             assert failed.is_error
             assert "CODE_SECURITY_VIOLATION" in json.dumps([c.model_dump() for c in failed.content])
+
+
+def server_processes(name: str) -> list[int]:
+    """Our descendants whose command line mentions ``name``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if name in command and "pytest" not in command:
+                found.append(int(entry.name))
+    return found
+
+
+async def test_a_lost_server_is_reported_then_reconnected() -> None:
+    async with MCPConnection(
+        server("mcp-server-time", "--local-timezone", "UTC"), retry_seconds=0.2
+    ) as connection:
+        runtime = await bound(connection)
+        call = ToolCall("t", "get_current_time", {"timezone": "UTC"})
+        assert not (await runtime.execute(call, mode=Mode.NATIVE)).is_error
+        for pid in server_processes("mcp-server-time"):
+            os.kill(pid, signal.SIGKILL)
+        failed = await runtime.execute(call, mode=Mode.NATIVE)
+        assert failed.is_error
+        assert "MCP server" in failed.text
+        with anyio.fail_after(20):
+            while True:
+                again = await runtime.execute(call, mode=Mode.NATIVE)
+                if not again.is_error:
+                    break
+                assert "MCP server" in again.text
+                await anyio.sleep(0.1)
+        assert connection.connected
+        await runtime.aclose()
+
+
+async def test_tools_bind_over_streamable_http_from_our_server() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = await anyio.open_process(
+        [
+            sys.executable,
+            "-m",
+            "codeact",
+            "serve-mcp",
+            "--mode",
+            "native",
+            "--tools",
+            "cli_tools:TOOLS",
+            "--executor",
+            "inprocess",
+            "--http",
+            f"127.0.0.1:{port}",
+        ],
+        env={**os.environ, "PYTHONPATH": str(TESTS)},
+    )
+    try:
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await anyio.sleep(0.1)
+        async with MCPConnection(f"http://127.0.0.1:{port}/mcp", prefix="remote_") as connection:
+            runtime = await bound(connection)
+            assert runtime.registry.names() == ["remote_double"]
+            result = await runtime.execute(
+                ToolCall("h1", "remote_double", {"x": 4}), mode=Mode.NATIVE
+            )
+            assert result.text == "8"
+            await runtime.aclose()
+    finally:
+        process.terminate()
+        await process.wait()
+        await process.aclose()
