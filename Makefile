@@ -29,9 +29,13 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
-bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
-	$(BIN)/python -m benchmarks
+BENCH_VENV := .bench-venv
+
+bench:
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e ".[dev,bench]" "pydantic-monty==1.4.0" opentelemetry-api smolagents
+	$(BENCH_VENV)/bin/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .bench-venv .pytest_cache .mypy_cache .ruff_cache

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from . import advertisement, dispatch, executor, interpreter
+import time
 
-for module in (dispatch, interpreter, executor, advertisement):
+import anyio
+
+from codeact._suite.compare import planned_tasks, run_suite
+
+from . import advertisement, dispatch, executor, interpreter, peers
+
+for module in (dispatch, interpreter, executor, advertisement, peers):
     module.main()
     print()
+
+started = time.perf_counter()
+anyio.run(run_suite, planned_tasks())
+print(f"Offline comparison (81 tasks x 4 styles): {time.perf_counter() - started:.1f} s")
