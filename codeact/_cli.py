@@ -40,6 +40,18 @@ def load_tools(spec: str, registry: ToolRegistry) -> None:
         registry.register(item)
 
 
+def build_registry(options: argparse.Namespace) -> ToolRegistry:
+    """The registry the options ask for: the standard tools and any ``--tools``."""
+    registry = ToolRegistry()
+    if getattr(options, "stdlib", False):
+        import stdlib_bindings
+
+        stdlib_bindings.register(registry, workspace=Path.cwd())
+    for spec in options.tools or []:
+        load_tools(spec, registry)
+    return registry
+
+
 def make_executor(name: str) -> Executor:
     if name == "inprocess":
         return InProcessExecutor()
@@ -65,16 +77,7 @@ def command_run(options: argparse.Namespace) -> int:
         source = sys.stdin.read() if options.script == "-" else path.read_text(encoding="utf-8")
     except OSError as error:
         raise UsageFailure(f"cannot read {options.script}: {error}") from None
-    registry = ToolRegistry()
-    if options.stdlib:
-        import stdlib_bindings
-
-        register = getattr(stdlib_bindings, "register", None)
-        if register is None:
-            raise UsageFailure("--stdlib: the standard bindings are not available in this build")
-        register(registry, workspace=Path.cwd())
-    for spec in options.tools or []:
-        load_tools(spec, registry)
+    registry = build_registry(options)
     result = anyio.run(
         lambda: run_script(source, registry=registry, executor=make_executor(options.executor))
     )
@@ -96,16 +99,7 @@ def command_schemas(options: argparse.Namespace) -> int:
     from ._modes import Runtime
     from ._providers import anthropic_tools, openai_chat_tools, openai_responses_tools
 
-    registry = ToolRegistry()
-    if options.stdlib:
-        import stdlib_bindings
-
-        register = getattr(stdlib_bindings, "register", None)
-        if register is None:
-            raise UsageFailure("--stdlib: the standard bindings are not available in this build")
-        register(registry, workspace=Path.cwd())
-    for spec in options.tools or []:
-        load_tools(spec, registry)
+    registry = build_registry(options)
     runtime = Runtime(registry, executor=InProcessExecutor())
     schemas = runtime.schemas(options.mode)
     formats: dict[str, Callable[[], object]] = {
@@ -127,9 +121,7 @@ def command_compare(options: argparse.Namespace) -> int:
 def command_serve_mcp(options: argparse.Namespace) -> int:
     from .mcp import mcp_server, serve_stdio
 
-    registry = ToolRegistry()
-    for spec in options.tools or []:
-        load_tools(spec, registry)
+    registry = build_registry(options)
     from ._modes import Runtime
 
     runtime = Runtime(registry, mode=options.mode, executor=make_executor(options.executor))
