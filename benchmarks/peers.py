@@ -24,7 +24,7 @@ from codeact._process import ProcessExecutor
 from codeact._sandbox import Limits, Sandbox
 
 from ._timing import header
-from .interpreter import LOOP, STRINGS
+from .interpreter import LOOP, STRINGS, median_seconds
 
 CALLS = 10_000
 TOOL_SCRIPT = f"total = 0\nfor i in range({CALLS}):\n    total = total + add(i, 1)\ntotal"
@@ -44,13 +44,7 @@ def add(a: int, b: int) -> int:
 
 
 def median(action: Callable[[], object], rounds: int = ROUNDS) -> float:
-    action()
-    samples = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+    return median_seconds(action, rounds)
 
 
 def cpython(source: str) -> Callable[[], object]:
