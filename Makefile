@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	# Test data only (published function schemas); its runtime dependencies are not needed.
+	$(BIN)/python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
 	touch $(STAMP)
 
 demo: $(STAMP)
