@@ -43,8 +43,8 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def median(action: Callable[[], object], rounds: int = ROUNDS) -> float:
-    return median_seconds(action, rounds)
+def median(action: Callable[[], object]) -> float:
+    return median_seconds(action, ROUNDS)
 
 
 def cpython(source: str) -> Callable[[], object]:
@@ -139,14 +139,23 @@ def measure_script(source: str) -> dict[str, float]:
             float(runner())
             for _ in range(3)  # type: ignore[arg-type]
         )
+    rows.update(measure_peers(source, median))
+    return rows
+
+
+def measure_peers(
+    source: str, measure: Callable[[Callable[[], object]], float]
+) -> dict[str, float]:
+    """smolagents and Monty on ``source``, each only if it is installed."""
+    rows: dict[str, float] = {}
     smol = smolagents_executor(source)
     if smol is not None:
-        rows["smolagents LocalPythonExecutor"] = median(smol)
+        rows["smolagents LocalPythonExecutor"] = measure(smol)
     made = monty(source)
     if made is not None:
         run, close = made
         try:
-            rows["Monty 1.4.0 (worker process)"] = median(run)
+            rows["Monty 1.4.0 (worker process)"] = measure(run)
         finally:
             close()
     return rows
@@ -164,16 +173,7 @@ def measure_trivial() -> dict[str, float]:
         "plain CPython exec": per_run(cpython(TRIVIAL)),
         "codeact sandbox (interpreter alone)": per_run(codeact_sandbox(TRIVIAL)),
     }
-    smol = smolagents_executor(TRIVIAL)
-    if smol is not None:
-        rows["smolagents LocalPythonExecutor"] = per_run(smol)
-    made = monty(TRIVIAL)
-    if made is not None:
-        run, close = made
-        try:
-            rows["Monty 1.4.0 (worker process)"] = per_run(run)
-        finally:
-            close()
+    rows.update(measure_peers(TRIVIAL, per_run))
     return rows
 
 

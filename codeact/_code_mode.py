@@ -12,7 +12,7 @@ from ._call import ToolCall
 from ._dispatch import current_invocation
 from ._exceptions import ToolError
 from ._executors import Executor
-from ._json import FrozenJson, JsonValue
+from ._json import FrozenJson, JsonValue, dumps
 from ._precheck import check_script, defined_names
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry
@@ -181,8 +181,6 @@ def render_success(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> st
     output = value.get("output")
     if output:
         parts.append(f"Output:\n{output}".rstrip())
-    from ._json import dumps
-
     parts.append(f"Result: {dumps(value.get('result'))}")
     return "\n".join(parts)
 
