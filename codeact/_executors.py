@@ -15,6 +15,7 @@ from ._results import ToolExecutionResult
 from ._sandbox import Limits, Sandbox, ScriptOutcome
 
 ABORT_GRACE_SECONDS = 2.0
+SCRIPT_THREADS = 256
 
 AsyncToolCaller = Callable[[str, dict[str, JsonValue]], Awaitable[ToolExecutionResult]]
 
@@ -51,6 +52,9 @@ class InProcessExecutor:
         self.limits = limits or Limits()
         self.modules = modules
         self._sandboxes: dict[str, Sandbox] = {}
+        # Scripts wait in their threads for tools that need a thread of their own: one
+        # shared limiter would deadlock once every token is held by a waiting script.
+        self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
 
     def sandbox(self, session: str) -> Sandbox:
         found = self._sandboxes.get(session)
@@ -78,7 +82,9 @@ class InProcessExecutor:
             return sandbox.run(source, tools=tools, call_tool=call_from_script)
 
         try:
-            return await anyio.to_thread.run_sync(run_script, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(
+                run_script, abandon_on_cancel=True, limiter=self._threads
+            )
         except anyio.get_cancelled_exc_class():
             sandbox.abort()
             with anyio.CancelScope(shield=True):  # let the script unwind before we go on
@@ -86,13 +92,14 @@ class InProcessExecutor:
             raise
 
     async def reset(self, session: str) -> None:
-        if session in self._sandboxes:
-            self._sandboxes[session].reset()
+        if session in self._sandboxes:  # teardown runs script finalizers: off the event loop
+            await anyio.to_thread.run_sync(self._sandboxes[session].reset, limiter=self._threads)
 
     async def close_session(self, session: str) -> None:
         sandbox = self._sandboxes.pop(session, None)
         if sandbox is not None:
             sandbox.abort()
+            await anyio.to_thread.run_sync(sandbox.close, limiter=self._threads)
 
     async def aclose(self) -> None:
         for session in list(self._sandboxes):

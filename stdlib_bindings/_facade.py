@@ -7,10 +7,10 @@ a module: ``json.codecs`` or ``datetime.sys`` simply do not exist on it.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from codeact._sandbox._guards import ticking
+from codeact._sandbox._guards import ticking, ticking_factory
 
 
 class Facade:
@@ -60,17 +60,6 @@ class Facade:
 def pick(module: types.ModuleType, names: str) -> dict[str, Any]:
     """The named members of ``module`` (names separated by spaces)."""
     return {name: getattr(module, name) for name in names.split()}
-
-
-def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
-    """Wrap an iterator factory so everything it yields passes through Python code."""
-
-    def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        return ticking(factory(*args, **kwargs))
-
-    make.__name__ = getattr(factory, "__name__", "iterator")
-    make.__doc__ = getattr(factory, "__doc__", None)
-    return make
 
 
 __all__ = ["Facade", "pick", "ticking", "ticking_factory"]

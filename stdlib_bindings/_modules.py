@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import bisect
 import collections
-import copy
 import dataclasses
 import datetime
 import decimal
@@ -32,17 +31,19 @@ import statistics
 import string
 import textwrap
 import types
-import typing
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from codeact._exceptions import ToolError
 from codeact._sandbox._errors import LimitExceeded
-from codeact._sandbox._guards import Guards, ticking
-from codeact._sandbox._ownership import SCRIPT_CLASSES, register_readable
+from codeact._sandbox._guards import Guards, OpaqueType, ScriptFormatter, ticking, ticking_factory
+from codeact._sandbox._ownership import SCRIPT_CLASSES, register_base, register_readable
 
-from ._facade import Facade, pick, ticking_factory
+from . import _copy as script_copy
+from ._facade import Facade, pick
+from ._typing import typing_members
 
 MAX_FACTORIAL = 20_000
 MAX_DECIMAL_PRECISION = 10_000
@@ -109,6 +110,28 @@ def _prod(iterable: Any, *, start: Any = 1) -> Any:
     return total
 
 
+MAX_JSON_INDENT = 1_000
+NORMALIZE_GROWTH = 18  # the most one character expands under NFKD (U+FDFA)
+
+
+def _json_dumps(value: Any, **options: Any) -> str:
+    indent = options.get("indent")
+    if (isinstance(indent, int) and indent > MAX_JSON_INDENT) or (
+        isinstance(indent, str) and len(indent) > MAX_JSON_INDENT
+    ):  # an indent repeats at every nesting level of every line
+        raise LimitExceeded("json indent", f"json.dumps(indent=...) above {MAX_JSON_INDENT:,}")
+    return json.dumps(value, **options)
+
+
+def _normalize(form: str, text: str) -> str:
+    if isinstance(text, str) and str.__len__(text) * NORMALIZE_GROWTH > MAX_NORMALIZE_CHARS:
+        raise LimitExceeded("sequence size", "the text is too long to normalize in scripts")
+    return unicodedata.normalize(form, text)  # type: ignore[arg-type]
+
+
+MAX_NORMALIZE_CHARS = 10_000_000
+
+
 def _localcontext(**kwargs: Any) -> Any:
     if set(kwargs) - {"prec", "rounding"}:
         raise LimitExceeded("decimal context", "only prec and rounding may be set in scripts")
@@ -120,7 +143,7 @@ def _localcontext(**kwargs: Any) -> Any:
 def _static_facades() -> dict[str, Facade]:
     """Facades that hold no per-session state, built once."""
     return {
-        "json": Facade("json", pick(json, "dumps loads JSONDecodeError")),
+        "json": Facade("json", {**pick(json, "loads JSONDecodeError"), "dumps": _json_dumps}),
         "math": Facade(
             "math",
             {
@@ -251,19 +274,13 @@ def _static_facades() -> dict[str, Facade]:
             "unicodedata",
             pick(
                 unicodedata,
-                "name lookup category normalize numeric decimal digit east_asian_width "
+                "name lookup category numeric decimal digit east_asian_width "
                 "combining mirrored bidirectional decomposition is_normalized unidata_version",
-            ),
+            )
+            | {"normalize": _normalize},
         ),
-        "copy": Facade("copy", pick(copy, "copy deepcopy")),
-        "typing": Facade(
-            "typing",
-            pick(
-                typing,
-                "Any Optional Union List Dict Tuple Set FrozenSet Callable Iterable Iterator "
-                "Sequence Mapping MutableMapping Literal TypeVar Generic cast",
-            ),
-        ),
+        "copy": Facade("copy", {"copy": script_copy.copy, "deepcopy": script_copy.deepcopy}),
+        "typing": Facade("typing", typing_members()),
         "enum": Facade("enum", pick(enum, "Enum IntEnum Flag IntFlag StrEnum auto unique")),
         "dataclasses": Facade(
             "dataclasses",
@@ -298,8 +315,31 @@ def _register_readable_types() -> None:
         type(hashlib.sha256()),
         type(hashlib.blake2b()),
         type(iter(())),
+        type(iter([])),
+        type(iter({})),
+        type(iter("")),
         types.GeneratorType,
         functools.partial,
+        type(functools.lru_cache(None)(len)),
+        type(Counter().most_common),
+        OpaqueType,
+    )
+    register_readable(ScriptFormatter, names=("format", "format_map", "vformat", "parse"))
+    register_base(
+        enum.Enum,
+        enum.IntEnum,
+        enum.Flag,
+        enum.IntFlag,
+        enum.StrEnum,
+        collections.OrderedDict,
+        collections.defaultdict,
+        collections.deque,
+        Counter,
+        ToolError,
+        json.JSONDecodeError,
+        decimal.InvalidOperation,
+        statistics.StatisticsError,
+        dataclasses.FrozenInstanceError,
     )
     register_readable(
         collections.deque,
@@ -358,7 +398,7 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
                 "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits "
                 "punctuation printable whitespace capwords Template",
             ),
-            "Formatter": lambda: guards.formatter,
+            "Formatter": lambda: ScriptFormatter(guards),
         },
     )
     facades["re"] = Facade("re", _re_members(guards))

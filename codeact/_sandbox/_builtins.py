@@ -13,13 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .._exceptions import ToolError
-from ._guards import Guards
-from ._ownership import register_readable
+from ._guards import Guards, ticking_factory
+from ._ownership import register_base, register_readable
 
 _PLAIN = (
-    "abs all any ascii bin bool callable chr complex dict divmod enumerate filter float "
-    "frozenset hash hex int isinstance issubclass len list map max min next object oct ord "
-    "repr reversed round set slice sorted str sum tuple zip super staticmethod classmethod "
+    "abs all any ascii bin bool callable chr complex dict divmod enumerate float "
+    "frozenset hash hex int isinstance issubclass len list max min next object oct ord "
+    "repr reversed round set slice sorted str tuple zip super staticmethod classmethod "
     "property NotImplemented Ellipsis"
 )
 
@@ -54,8 +54,15 @@ class _GuardedType(type):
     def __repr__(cls) -> str:
         return repr(cls._real)
 
+    def __eq__(cls, other: object) -> bool:
+        return other is cls or other is cls._real
+
+    def __hash__(cls) -> int:
+        return hash(cls._real)
+
 
 register_readable(_GuardedType)
+register_base(*(getattr(builtins, name) for name in _EXCEPTIONS.split()))
 
 
 def guarded_type(real: type, construct: Callable[..., Any]) -> type:
@@ -77,6 +84,11 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "range": guarded_type(range, guards.make_range),
             "bytes": guarded_type(bytes, guards.make_bytes),
             "bytearray": guarded_type(bytearray, guards.make_bytearray),
+            "sum": guards.sum,
+            # map and filter call arbitrary functions per item: re-yielded from Python, so a
+            # C consumer (sum, max, list) can be interrupted, and nesting is Python recursion
+            "map": ticking_factory(builtins.map),
+            "filter": ticking_factory(builtins.filter),
             "iter": guards.iterate,
             "pow": guards.power,
             "format": guards.format_value,
@@ -85,6 +97,8 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "__import__": importer,
         }
     )
+    for name in ("type", "range", "bytes", "bytearray"):  # type(b"") is bytes, in scripts too
+        guards.shown[table[name]._real] = table[name]
     return table
 
 

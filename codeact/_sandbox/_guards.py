@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # str.format's own field parser
+import builtins
+import collections
+import decimal
 import functools
 import operator
 import re
-import string
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -14,11 +16,15 @@ from typing import Any
 from ._errors import LimitExceeded, SandboxStop, SecurityViolation
 from ._limits import Limits
 from ._ownership import (
+    BASE_CLASSES,
+    RAW_TYPES,
+    READABLE,
     SCRIPT_CLASSES,
     WRITABLE_TYPES,
-    is_readable,
     is_script_class,
+    is_shared_container,
     is_writable,
+    readable_names,
 )
 from ._transformer import (
     FORBIDDEN_ATTRIBUTES,
@@ -29,6 +35,8 @@ from ._transformer import (
 )
 
 _MISSING = object()
+MAX_MODULUS_BITS = 65_536
+MAX_MODPOW_WORK = 1 << 28
 _PLAIN = (list, dict, set, bytearray)
 _SEQUENCES = (str, bytes, bytearray, list, tuple)
 _PERCENT_SPEC = re.compile(rb"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
@@ -40,40 +48,59 @@ class Guards:
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.formatter = SafeFormatter(self)
+        self.formatter = ScriptFormatter(self)
+        # Types whose public attributes read raw: plain data, reviewed facades, and the
+        # classes this session's scripts made (added as they are made).
+        self.raw: set[type] = set(RAW_TYPES)
+        # What type(x) shows where the script sees a stand-in (its builtins' own).
+        self.shown: dict[type, Any] = {}
 
     # Attribute access -----------------------------------------------------------------
 
     def getattr(self, obj: Any, name: str, default: Any = _MISSING) -> Any:
-        """Read ``obj.name`` if the allowlist permits it; AttributeError if it is missing."""
+        """Read ``obj.name`` if the object model permits it; AttributeError if it is missing.
+
+        Transformed code calls this for every attribute read whose receiver is not
+        plain data or a script object (those read raw, after an inline type check).
+        """
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
         if name[:1] == "_":
             return self._private_getattr(obj, name, default)
-        if name in FORBIDDEN_ATTRIBUTES:
+        if name in FORBIDDEN_ATTRIBUTES:  # frames, code, tracebacks, mro: never by any path
             raise SecurityViolation(f"access to the attribute {name!r} is not allowed")
-        if type(obj) is super and _super_of_script(obj):
-            return getattr(obj, name)
-        if not is_readable(obj):
-            kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
-            raise SecurityViolation(f"attributes of {kind} objects are not accessible from scripts")
         if name in GUARDED_ATTRIBUTES and isinstance(obj, str | bytes | bytearray | type):
-            guarded = self._string_method(obj, name)
+            guarded = self._string_method(obj, name)  # size-checked str methods, bound or not
             if guarded is not None:
                 return guarded
-        if default is _MISSING:
-            return getattr(obj, name)
-        return getattr(obj, name, default)
+        kind = type(obj)
+        if kind in self.raw:
+            return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if kind is super:
+            allowed: frozenset[str] | bool | None = None if _super_of_script(obj) else False
+        else:
+            allowed = readable_names(obj)
+        if allowed is False or (isinstance(allowed, frozenset) and name not in allowed):
+            # relays (typing aliases, host classes, functions, tools): nothing to read
+            what = obj.__name__ if isinstance(obj, type) else kind.__name__
+            if allowed is False:
+                raise SecurityViolation(f"attributes of {what} objects are not accessible")
+            raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
+        value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if is_shared_container(obj, name, value):  # a host class's container is every session's
+            raise SecurityViolation(f"the attribute {name!r} is shared with the host")
+        return value
 
     def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
-        if name in READABLE_DUNDERS:
+        if name in READABLE_DUNDERS:  # __name__, __qualname__, __doc__: plain strings only
             value = getattr(obj, name, None)
-            if value is None or isinstance(value, str):
+            if value is None or type(value) is str:
                 return value
         elif type(obj) is super and _super_of_script(obj):
             if name in SCRIPT_DUNDERS or is_private_name(name):
                 return getattr(obj, name)
-        elif is_private_name(name) and is_writable(obj) and not isinstance(obj, _PLAIN):
+        elif is_private_name(name) and is_writable(obj) and type(obj) not in _PLAIN:
+            # _private names only on the script's own objects (a facade's are its internals)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         raise SecurityViolation(f"access to the private attribute {name!r} is not allowed")
 
@@ -110,17 +137,21 @@ class Guards:
 
     def method(self, obj: Any, name: str, /, *args: Any, **kwargs: Any) -> Any:
         """``obj.name(*args)`` for the guarded names, checked in one call."""
-        kind = type(obj)
-        if kind is str or kind is bytes or kind is bytearray:
+        if isinstance(obj, str | bytes | bytearray):
+            base = _text_base(obj)  # sizes from the builtin itself: a subclass may lie
+            if name in ("format", "format_map"):
+                return getattr(self.formatter, name)(obj, *args, **kwargs)
             if name == "join" and len(args) == 1 and not kwargs:
                 return self.join(obj, args[0])
             if name == "replace" and len(args) >= 2:
                 self._check_replace(obj, args[0], args[1])
-            elif name in ("format", "format_map"):
-                return self.getattr(obj, name)(*args, **kwargs)
+            elif name == "translate" and args:
+                self._check_translate(obj, args[0])
             elif name != "replace":
-                self._check_width(obj, name, args, kwargs)
-            return getattr(obj, name)(*args, **kwargs)
+                args = self._check_width(obj, name, args, kwargs)
+            if type(obj) is base:
+                return getattr(obj, name)(*args, **kwargs)
+            return getattr(base, name)(obj, *args, **kwargs)
         return self.getattr(obj, name)(*args, **kwargs)
 
     def mul(self, a: Any, b: Any) -> Any:
@@ -131,7 +162,12 @@ class Guards:
         return a * b
 
     def power(self, a: Any, b: Any, modulo: Any = None) -> Any:
-        if modulo is not None:
+        if modulo is not None:  # modular exponentiation: one long C call, sized before it runs
+            if isinstance(b, int) and isinstance(modulo, int):
+                mod_bits = abs(int.__index__(modulo)).bit_length()
+                exp_bits = abs(int.__index__(b)).bit_length()
+                if mod_bits > MAX_MODULUS_BITS or mod_bits * exp_bits > MAX_MODPOW_WORK:
+                    raise LimitExceeded("integer size", "pow() with a modulus this large")
             return pow(a, b, modulo)
         self._check_pow(a, b)
         return a**b
@@ -141,7 +177,7 @@ class Guards:
         return a << b
 
     def mod(self, a: Any, b: Any) -> Any:
-        if isinstance(a, str | bytes):
+        if isinstance(a, str | bytes | bytearray):
             self._check_percent_format(a, b)
         return a % b
 
@@ -155,7 +191,7 @@ class Guards:
             self._check_pow(a, b)
         elif op == "<<=":
             self._check_lshift(a, b)
-        elif op == "%=" and isinstance(a, str | bytes):
+        elif op == "%=" and isinstance(a, str | bytes | bytearray):
             self._check_percent_format(a, b)
         return _INPLACE[op](a, b)
 
@@ -166,11 +202,11 @@ class Guards:
             value = str(value)
         elif conversion == ord("a"):
             value = ascii(value)
-        self._check_spec(spec)
+        self._check_spec(spec, value)
         return format(value, spec)
 
     def format_value(self, value: Any, spec: str = "") -> str:
-        self._check_spec(spec)
+        self._check_spec(spec, value)
         return format(value, spec)
 
     # Builtins with a size or shape to check -------------------------------------------
@@ -198,36 +234,65 @@ class Guards:
             return ticking(iter(source, *sentinel))
         return iter(source)
 
-    def type_of(self, obj: Any, *rest: Any) -> type:
-        if rest:
+    def type_of(self, obj: Any, *rest: Any) -> Any:
+        """``type(obj)``: the script's own classes and builtins' classes, stand-ins otherwise.
+
+        Never a metaclass, ``super`` or a host class: with those a script could build
+        classes and proxies that read attributes behind the guards.
+        """
+        if rest:  # type(name, bases, dict) would build a class outside the class statement
             raise SecurityViolation(
                 "type() with three arguments is not allowed; use a class statement"
             )
-        return type(obj)
+        kind = type(obj)
+        shown = self.shown.get(kind)
+        if shown is not None:
+            return shown
+        if kind in self.raw or kind in READABLE or is_script_class(kind):
+            if not issubclass(kind, type):
+                return kind
+        elif issubclass(kind, BaseException):
+            return kind
+        return opaque_type(kind)
+
+    def sum(self, iterable: Iterable[Any], /, start: Any = 0) -> Any:
+        """``sum``: numbers in C; anything else (``sum(lists, [])``) step by step, sized."""
+        if type(start) in (int, float, complex) and type(iterable) in (list, tuple):
+            return builtins.sum(iterable, start)
+        if isinstance(start, str):
+            raise TypeError("sum() can't sum strings [use ''.join(seq) instead]")
+        total = start
+        for item in iterable:  # bytecode between steps: limits can stop a quadratic sum
+            if isinstance(total, _SEQUENCES):
+                self._check_concat(total, item)
+            total = total + item
+        return total
 
     def join(self, separator: Any, items: Iterable[Any]) -> Any:
         parts = items if type(items) is list or type(items) is tuple else list(items)
+        base = _text_base(separator)
+        measure = len if set(map(type, parts)) <= {base} else _exact_len  # subclasses may lie
         try:
-            total = sum(map(len, parts)) + len(separator) * max(len(parts) - 1, 0)
+            total = sum(map(measure, parts)) + _exact_len(separator) * max(len(parts) - 1, 0)
         except TypeError:  # a part with no length: join itself will say what is wrong
-            return separator.join(parts)
+            return base.join(separator, parts)
         self._check_items(total)
-        return separator.join(parts)
+        return base.join(separator, parts)
 
     # Helpers ---------------------------------------------------------------------------
 
     def _check_concat(self, a: Any, b: Any) -> None:
         if isinstance(b, _SEQUENCES):
-            self._check_items(len(a) + len(b))
+            self._check_items(_exact_len(a) + _exact_len(b))
 
     def _check_mul(self, a: Any, b: Any) -> None:
         if type(a) is int and type(b) is int:
             if a.bit_length() + b.bit_length() > self.limits.max_int_bits:
                 raise LimitExceeded("integer size")
-        elif isinstance(a, _SEQUENCES) and isinstance(b, int):
-            self._check_items(len(a) * b)
-        elif isinstance(b, _SEQUENCES) and isinstance(a, int):
-            self._check_items(len(b) * a)
+        elif isinstance(b, int) and _is_repeatable(a):  # exact sizes: a subclass may lie
+            self._check_items(_exact_len(a) * int.__index__(b))
+        elif isinstance(a, int) and _is_repeatable(b):
+            self._check_items(_exact_len(b) * int.__index__(a))
 
     def _check_pow(self, a: Any, b: Any) -> None:
         if isinstance(b, int) and b > 1 and hasattr(a, "numerator"):
@@ -251,7 +316,10 @@ class Guards:
                 f"the result would hold {count:,} items (limit {self.limits.max_sequence_items:,})",
             )
 
-    def _check_spec(self, spec: str) -> None:
+    def _check_spec(self, spec: str, value: Any = None) -> None:
+        if isinstance(value, decimal.Decimal) and value.is_finite() and spec:
+            # 'f' and friends write every digit of the exponent out: Decimal('1e99999999')
+            self._check_items(abs(value.adjusted()) + len(value.as_tuple().digits))
         for number in _FORMAT_NUMBERS.findall(spec):
             if len(number) > 7 or int(number) > self.limits.max_format_width:
                 raise LimitExceeded(
@@ -259,8 +327,11 @@ class Guards:
                     f"format width {number} exceeds {self.limits.max_format_width:,}",
                 )
 
-    def _check_percent_format(self, template: str | bytes, args: Any) -> None:
-        raw = template.encode("utf-8", "surrogatepass") if isinstance(template, str) else template
+    def _check_percent_format(self, template: str | bytes | bytearray, args: Any) -> None:
+        if isinstance(template, str):
+            raw = str.encode(template, "utf-8", "surrogatepass")
+        else:
+            raw = bytes(template)
         stars = 0
         for width, precision in _PERCENT_SPEC.findall(raw):
             for number in (width, precision):
@@ -281,8 +352,20 @@ class Guards:
                 return getattr(self.formatter, name)  # type: ignore[no-any-return]
             return functools.partial(getattr(self.formatter, name), obj)
         if isinstance(obj, type):
-            return None
+            if not issubclass(obj, str | bytes | bytearray):
+                return None
+            return functools.partial(self._unbound_method, obj, name)  # str.ljust(s, n)
         return functools.partial(self.method, obj, name)
+
+    def _unbound_method(self, kind: type, name: str, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(obj, kind):
+            raise TypeError(f"descriptor {name!r} requires a {kind.__name__!r} object")
+        return self.method(obj, name, *args, **kwargs)
+
+    def _check_translate(self, text: Any, table: Any) -> None:
+        if isinstance(table, dict) and table:
+            widest = max((_exact_len(v) for v in table.values() if isinstance(v, str)), default=1)
+            self._check_items(_exact_len(text) * widest)
 
     def _check_replace(self, text: Any, old: Any, new: Any) -> None:
         if isinstance(old, str | bytes) and isinstance(new, str | bytes) and len(new) > len(old):
@@ -291,19 +374,28 @@ class Guards:
 
     def _check_width(
         self, text: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
+    ) -> tuple[Any, ...]:
+        """Check the width argument; the exact int is what the method then receives."""
         width = args[0] if args else kwargs.get("width", kwargs.get("tabsize", 8))
         if not isinstance(width, int):
-            return
+            return args
+        width = int.__index__(width)
+        base = _text_base(text)
         if name == "expandtabs":
-            tab = "\t" if isinstance(text, str) else b"\t"
-            self._check_items(len(text) + width * text.count(tab))
+            tab = "\t" if base is str else b"\t"
+            self._check_items(base.__len__(text) + width * base.count(text, tab))
         else:
             self._check_items(width)
+        return (width, *args[1:]) if args else args
 
 
-class SafeFormatter(string.Formatter):
-    """``str.format`` whose field paths go through the attribute guard."""
+class ScriptFormatter:
+    """``string.Formatter`` for scripts, by composition: every field path goes through the guard.
+
+    Not a subclass of the real one: its methods read fields with the real ``getattr``.
+    """
+
+    __slots__ = ("_guards",)
 
     def __init__(self, guards: Guards) -> None:
         self._guards = guards
@@ -314,16 +406,41 @@ class SafeFormatter(string.Formatter):
     def format_map(self, template: str, mapping: Any, /) -> str:
         return self.vformat(template, (), mapping)
 
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, str]:
-        first, rest = _formatter_field_name_split(field_name)
-        obj = self.get_value(first, args, kwargs)
+    def vformat(self, template: str, args: Any, kwargs: Any) -> str:
+        if type(template) is not str:
+            template = str.__str__(template)
+        parts: list[str] = []
+        auto = 0
+        total = 0
+        for literal, field, spec, conversion in _string.formatter_parser(template):
+            parts.append(literal)
+            if field is None:
+                continue
+            if field == "":
+                field, auto = str(auto), auto + 1
+            elif field.isdigit() and auto:
+                raise ValueError("cannot switch from automatic field numbering to manual")
+            value = self._field(field, args, kwargs)
+            if spec and "{" in spec:
+                spec = self.vformat(spec, args, kwargs)
+            text = self._guards.format_spec(value, ord(conversion) if conversion else -1, spec)
+            total += len(text) + len(literal)
+            self._guards._check_items(total)
+            parts.append(text)
+        return "".join(parts)
+
+    def parse(self, template: str) -> list[tuple[str, str | None, str | None, str | None]]:
+        return list(_string.formatter_parser(template))
+
+    def _field(self, field: str, args: Any, kwargs: Any) -> Any:
+        first, rest = _string.formatter_field_name_split(field)
+        obj = args[first] if isinstance(first, int) else kwargs[first]
         for is_attribute, key in rest:
             obj = self._guards.getattr(obj, key) if is_attribute else operator.getitem(obj, key)
-        return obj, first
+        return obj
 
-    def format_field(self, value: Any, format_spec: str) -> Any:
-        self._guards._check_spec(format_spec)
-        return format(value, format_spec)
+    def __repr__(self) -> str:
+        return "<string.Formatter>"
 
 
 class LongRange:
@@ -398,6 +515,22 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
     return {"_mul_": mul, "_mod_": mod, "_write_": write}
 
 
+def _text_base(obj: Any) -> Any:
+    return str if isinstance(obj, str) else bytes if isinstance(obj, bytes) else bytearray
+
+
+def _is_repeatable(obj: Any) -> bool:
+    return isinstance(obj, (*_SEQUENCES, collections.deque))
+
+
+def _exact_len(obj: Any) -> int:
+    bases: tuple[Any, ...] = (str, bytes, bytearray, list, tuple, collections.deque)
+    for base in bases:
+        if isinstance(obj, base):
+            return int(base.__len__(obj))
+    return len(obj)
+
+
 def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
     """Re-yield ``iterator`` from Python code, so C consumers of it can be interrupted.
 
@@ -406,6 +539,17 @@ def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
     """
     for item in iterator:  # noqa: UP028 - see the docstring
         yield item
+
+
+def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """Wrap an iterator factory so everything it yields passes through Python code."""
+
+    def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        return ticking(factory(*args, **kwargs))
+
+    make.__name__ = getattr(factory, "__name__", "iterator")
+    make.__doc__ = getattr(factory, "__doc__", None)
+    return make
 
 
 def reraise_limits() -> None:
@@ -417,24 +561,32 @@ def reraise_limits() -> None:
         raise LimitExceeded("memory", "the script ran out of memory") from None
 
 
-def script_class_factory() -> Any:
+def script_class_factory(guards: Guards) -> Any:
     """The metaclass hook RestrictedPython routes every class statement through."""
-    return ScriptClassFactory()
+    return ScriptClassFactory(guards.raw)
 
 
 class ScriptClassFactory:
     """Builds script classes with the metaclass their bases imply, and remembers them."""
 
+    def __init__(self, raw: set[type]) -> None:
+        self._raw = raw
+
     def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: Any) -> Any:
+        if kwargs:  # class X(metaclass=...), or keywords for a host __init_subclass__
+            raise SecurityViolation("class keywords are not allowed in scripts")
         meta = _metaclass_for(bases)
-        return meta.__prepare__(name, bases, **kwargs)
+        return meta.__prepare__(name, bases)
 
     def __call__(self, name: str, bases: tuple[type, ...], namespace: Any, **kwargs: Any) -> type:
+        if kwargs:
+            raise SecurityViolation("class keywords are not allowed in scripts")
         meta = _metaclass_for(bases)
         if "__exit__" in namespace:
             namespace["__exit__"] = _unswallowing_exit(namespace["__exit__"])
-        cls: type = meta(name, bases, namespace, **kwargs)
+        cls: type = meta(name, bases, namespace)
         SCRIPT_CLASSES.add(cls)
+        self._raw.add(cls)
         return cls
 
 
@@ -451,10 +603,11 @@ def _unswallowing_exit(exit_method: Callable[..., Any]) -> Callable[..., Any]:
 def _metaclass_for(bases: tuple[type, ...]) -> type:
     winner: type = type
     for base in bases:
-        if not isinstance(base, type):
-            raise SecurityViolation("class bases must be classes")
-        if issubclass(base, type):
-            raise SecurityViolation("metaclasses cannot be defined in scripts")
+        # A host class as a base lends the script methods that read attributes with the
+        # real getattr (string.Formatter) or write host registries (typing, abc).
+        if not isinstance(base, type) or not (base in SCRIPT_CLASSES or base in BASE_CLASSES):
+            what = base.__name__ if isinstance(base, type) else type(base).__name__
+            raise SecurityViolation(f"script classes cannot derive from {what}")
         meta = type(base)
         if issubclass(meta, winner):
             winner = meta
@@ -465,13 +618,57 @@ def _metaclass_for(bases: tuple[type, ...]) -> type:
     return winner
 
 
+class OpaqueType:
+    """What ``type(x)`` shows for a host type: its name and isinstance, nothing to build with."""
+
+    __slots__ = ("_real",)
+
+    def __init__(self, real: type) -> None:
+        self._real = real
+
+    @property
+    def __name__(self) -> str:
+        return self._real.__name__
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return isinstance(obj, self._real)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # a host class: never built by scripts
+        raise SecurityViolation(f"{self._real.__name__} objects cannot be made from scripts")
+
+    def __repr__(self) -> str:
+        return f"<class {self._real.__name__!r}>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a type cannot be pickled in scripts")
+
+
+_OPAQUE: dict[type, OpaqueType] = {}
+
+
+def opaque_type(real: type) -> OpaqueType:
+    """One stand-in per host type, so ``type(a) is type(b)`` still holds."""
+    found = _OPAQUE.get(real)
+    if found is None:
+        found = _OPAQUE.setdefault(real, OpaqueType(real))
+    return found
+
+
+def match_guard(guards: Guards) -> Callable[..., bool]:
+    """Keyword class patterns read attributes raw: hold what they read to the guard."""
+
+    def check(subject: Any, *names: str) -> bool:
+        if type(subject) not in guards.raw:
+            for name in names:
+                guards.getattr(subject, name)
+        return True
+
+    return check
+
+
 def _super_of_script(obj: super) -> bool:
     this_class = obj.__thisclass__  # type: ignore[attr-defined]
     return isinstance(this_class, type) and is_script_class(this_class)
-
-
-def _formatter_field_name_split(field_name: str) -> tuple[Any, Iterator[tuple[bool, Any]]]:
-    return _string.formatter_field_name_split(field_name)  # type: ignore[no-any-return]
 
 
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
@@ -494,8 +691,12 @@ _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
 __all__ = [
     "Guards",
     "LongRange",
-    "SafeFormatter",
+    "OpaqueType",
+    "ScriptFormatter",
+    "match_guard",
+    "opaque_type",
     "reraise_limits",
     "script_class_factory",
     "ticking",
+    "ticking_factory",
 ]

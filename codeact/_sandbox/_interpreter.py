@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import gc
 import math
 import sys
 import threading
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,16 +16,28 @@ from .._exceptions import ErrorCode, ToolError
 from .._json import JsonValue, NotJsonError, detach
 from ._builtins import safe_builtins
 from ._compiler import SCRIPT_FILENAME, compile_script
-from ._errors import LimitExceeded, LimitInterrupt, SandboxStop, SecurityViolation
-from ._guards import Guards, operator_guards, reraise_limits, script_class_factory
+from ._errors import LimitExceeded, SandboxStop, SecurityViolation
+from ._guards import (
+    Guards,
+    match_guard,
+    operator_guards,
+    reraise_limits,
+    script_class_factory,
+)
 from ._limits import WATCHDOG, Limits, RunMonitor
 from ._transformer import RESULT_NAME
 
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
 ABORTED = "aborted"
 _BINDING_KEY = object()
+# The module script classes say they belong to: empty, so code that looks a class's
+# module up (dataclasses resolving a string annotation) finds nothing of the host.
+SCRIPT_MODULE = sys.modules.setdefault("__script__", types.ModuleType("__script__"))
 MAX_REPR_CHARS = 2_000
 MAX_RESULT_DEPTH = 50
+MAX_ERROR_CHARS = 4_000
+MAX_KIND_CHARS = 200
+MAX_RESULT_CHARS = 1_000_000
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -122,18 +136,11 @@ class Sandbox:
         modules: frozenset[str] | None = None,
         seed: int | None = None,
     ) -> None:
-        from stdlib_bindings._modules import DEFAULT_MODULES, session_facades
+        from stdlib_bindings._modules import DEFAULT_MODULES
 
         self.limits = limits or Limits()
-        self.guards = Guards(self.limits)
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
-        self._facades = {
-            name: facade
-            for name, facade in session_facades(self.guards, seed=seed).items()
-            if name in self.modules
-        }
-        self._builtins = safe_builtins(self.guards, self._import)
-        self._operator_guards = operator_guards(self.guards)
+        self._seed = seed
         self._run: _Run | None = None
         self._lock = threading.Lock()
         self.globals: dict[str, Any] = {}
@@ -142,8 +149,47 @@ class Sandbox:
     # Public ----------------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget every name scripts defined."""
-        self.globals = {"__builtins__": self._builtins, "__name__": "script"}
+        """Tear the session down and start afresh: names, classes, guards and facades.
+
+        What the script left behind (a suspended generator's ``finally``) runs here,
+        under the watchdog, not later in whatever thread the garbage collector picks.
+        """
+        old = getattr(self, "globals", None)
+        if old:
+            self._teardown(old)
+        self.guards = Guards(self.limits)
+        from stdlib_bindings._modules import session_facades
+
+        self._facades = {
+            name: facade
+            for name, facade in session_facades(self.guards, seed=self._seed).items()
+            if name in self.modules
+        }
+        self._builtins = safe_builtins(self.guards, self._import)
+        self._operator_guards = operator_guards(self.guards)
+        self.globals = {"__builtins__": self._builtins, "__name__": SCRIPT_MODULE.__name__}
+
+    def close(self) -> None:
+        """Tear the session down for good."""
+        if self.globals:
+            self._teardown(self.globals)
+        self.globals = {}
+
+    def _teardown(self, scope: dict[str, Any]) -> None:
+        with self._lock:
+            monitor = RunMonitor(self.limits)
+            WATCHDOG.watch(monitor)
+            try:
+                try:
+                    for value in list(scope.values()):
+                        if type(value) is types.GeneratorType:
+                            value.close()
+                    scope.clear()
+                    gc.collect()
+                except BaseException:
+                    scope.clear()
+            finally:
+                WATCHDOG.unwatch(monitor)
 
     def user_names(self) -> list[str]:
         """Names scripts have defined, in definition order."""
@@ -223,25 +269,29 @@ class Sandbox:
         for name, parameters in tools.items():
             scope[name] = BoundTool(name, parameters, self._call_tool, _BINDING_KEY)
         self._run = run
-        error: BaseException | None = None
         value: JsonValue = None
+        failure: ScriptError | None = None
         run.monitor = monitor = RunMonitor(self.limits)
         WATCHDOG.watch(monitor)
         try:
+            # Everything the script defined runs in here, watched: the script itself, the
+            # conversion of its result, the text of its error, and dropping its result.
             try:
-                exec(code, scope)
-                value = self._result(scope)
-            except BaseException as caught:  # everything a script raises ends here
-                error = caught
-        except LimitInterrupt as late:  # delivered while the run was being wrapped up
-            error = late
+                try:
+                    exec(code, scope)
+                    value = self._result(scope)
+                except BaseException as caught:  # everything a script raises ends here
+                    failure = self._describe(caught, monitor.tripped, source, scope, tools)
+                finally:
+                    scope.pop(RESULT_NAME, None)
+                    _collect_young_garbage()
+            except BaseException as late:  # a limit delivered while wrapping up
+                failure = self._describe_late(late, monitor.tripped)
         finally:
             WATCHDOG.unwatch(monitor)
             self._run = None
-        scope.pop(RESULT_NAME, None)
-        failure = None
-        if monitor.tripped is not None or error is not None:
-            failure = self._describe(error, monitor.tripped, source, scope, tools)
+        if failure is None and monitor.tripped is not None:
+            failure = self._describe_late(None, monitor.tripped)
         return ScriptOutcome(
             value=None if failure else value,
             output=self._output(run),
@@ -261,8 +311,11 @@ class Sandbox:
             "_format_spec_": guards.format_spec,
             "_reraise_limits_": reraise_limits,
             "_print_": lambda *args, **kwargs: self._print(run, args, kwargs),
-            "__metaclass__": script_class_factory(),
+            "__metaclass__": script_class_factory(guards),
             "_int_": int,
+            "_type_": type,
+            "_raw_": guards.raw,
+            "_match_": match_guard(guards),
             **self._operator_guards,
         }
 
@@ -272,11 +325,23 @@ class Sandbox:
         return plain_result(scope[RESULT_NAME])
 
     def _print(self, run: _Run, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        unknown = set(kwargs) - {"sep", "end", "file", "flush"}
+        if unknown:
+            raise TypeError(f"{next(iter(unknown))!r} is an invalid keyword argument for print()")
         if kwargs.get("file") is not None:
             raise SecurityViolation("print(file=...) is not available in scripts")
-        sep = kwargs.get("sep") or " "
-        end = kwargs.get("end")
-        text = str(sep).join(str(a) for a in args) + ("\n" if end is None else str(end))
+        sep, end = kwargs.get("sep"), kwargs.get("end")
+        for name, given in (("sep", sep), ("end", end)):
+            if given is not None and type(given) is not str:
+                raise TypeError(f"{name} must be None or a string, not {type(given).__name__}")
+        sep = " " if sep is None else sep
+        parts = [str(a) for a in args]
+        room = run.limits.max_output_chars - run.output_chars
+        if sum(map(len, parts)) + len(sep) * max(len(parts) - 1, 0) > room:  # before joining
+            text = sep.join(p[: room + 1] for p in parts)[: room + 1]
+        else:
+            text = sep.join(parts)
+        text += "\n" if end is None else end
         room = run.limits.max_output_chars - run.output_chars
         if len(text) > room:
             run.output.append(text[: max(room, 0)])
@@ -326,6 +391,18 @@ class Sandbox:
         return facade
 
     # Errors --------------------------------------------------------------------------------
+
+    def _describe_late(self, error: BaseException | None, tripped: str | None) -> ScriptError:
+        """A limit that arrived after the script's own error handling: no script code runs."""
+        if tripped == ABORTED:
+            return ScriptError(code=ErrorCode.ABORTED, message="the script was aborted")
+        if tripped is not None:
+            message = f"the script exceeded its {tripped} limit"
+        elif isinstance(error, LimitExceeded):
+            message = error.message
+        else:
+            message = f"the script failed while its result was prepared ({type(error).__name__})"
+        return ScriptError(code=ErrorCode.CODE_RESOURCE_LIMIT, message=message)
 
     def _describe(
         self,
@@ -379,36 +456,57 @@ class Sandbox:
         hint = _hint(error, scope, tools)
         return ScriptError(
             code=code,
-            message=message,
-            kind=type(error).__name__,
+            message=_bounded(message),
+            kind=_bounded(str(type(error).__name__), MAX_KIND_CHARS),
             line=line,
             source_line=source_line,
             hint=hint,
         )
 
 
-def plain_result(value: Any, depth: int = 0) -> JsonValue:
+def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) -> JsonValue:
     """A script's value as plain JSON, leaf by leaf; what has no JSON form becomes its repr.
 
     Runs inside the sandbox, under the run's limits, so a script's ``__repr__``
-    never runs in the host.
+    never runs in the host; ``budget`` bounds the characters of the whole result, so
+    one string referenced a thousand times cannot cost the host a thousand copies.
     """
+    if budget is None:
+        budget = [MAX_RESULT_CHARS]
     kind = type(value)
-    if value is None or kind in (bool, int, str) or (kind is float and math.isfinite(value)):
+    if kind is str:
+        _spend(budget, len(value))
+        return detach(value)
+    if value is None or kind in (bool, int) or (kind is float and math.isfinite(value)):
+        _spend(budget, 8)
         return detach(value)
     if depth < MAX_RESULT_DEPTH:
         if kind in (list, tuple):
-            return [plain_result(item, depth + 1) for item in value]
+            _spend(budget, len(value))
+            return [plain_result(item, budget, depth + 1) for item in value]
         if kind is dict:
+            _spend(budget, len(value))
             return {
-                key if type(key) is str else _short_repr(key): plain_result(item, depth + 1)
+                key if type(key) is str else _short_repr(key): plain_result(item, budget, depth + 1)
                 for key, item in value.items()
             }
-    return _short_repr(value)
+    text = _short_repr(value)
+    _spend(budget, len(text))
+    return text
+
+
+def _spend(budget: list[int], chars: int) -> None:
+    budget[0] -= chars
+    if budget[0] < 0:
+        raise LimitExceeded(
+            "result size", f"the result is larger than {MAX_RESULT_CHARS:,} characters"
+        )
 
 
 def _short_repr(value: Any) -> str:
     text = repr(value)
+    if type(text) is not str:
+        text = str.__str__(text)
     return text if len(text) <= MAX_REPR_CHARS else text[:MAX_REPR_CHARS] + "..."
 
 
@@ -456,8 +554,23 @@ def _source_line(source: str, line: int | None) -> str | None:
 
 
 def _exception_text(error: BaseException) -> str:
+    """The error as CPython prints it; a script's ``__str__`` runs here, watched."""
     text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    if type(text) is not str:
+        text = str.__str__(text)
+    name = str(type(error).__name__)
+    return f"{name}: {_bounded(text)}" if text else name
+
+
+def _bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit:,} more characters]"
+
+
+def _collect_young_garbage() -> None:
+    """Cycles the run made are collected while it is still watched (young generations only)."""
+    gc.collect(1)
 
 
 def _hint(

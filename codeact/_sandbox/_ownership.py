@@ -1,63 +1,125 @@
-"""Who owns an object: the script, the safe standard library, or the host.
+"""The sandbox's object model: what a script may hold, read, write, subclass and name.
 
-A script may read attributes of its own objects and of plain values, and may
-change only its own objects and plain containers. Everything else (a bound tool,
-a host object that slipped through) is opaque.
+A script holds exactly: plain data of exact builtin types, objects of its own
+classes, bound tools, and facade stand-ins. Every decision of the guards about an
+object is one of the questions answered here:
+
+- *raw*: may a public attribute be read without a guard call (plain data, script
+  objects, facade types whose whole public surface was reviewed)?
+- *readable*: which public attribute names of a facade type a script may read;
+- *writable*: a script changes its own objects and plain containers, nothing else;
+  the read side guarantees it never holds a container the host also holds;
+- *base*: which classes a script class may derive from (a host class as a base
+  would lend its methods, which run with the real ``getattr``, to the script);
+- *shown*: what ``type(x)`` answers (never a metaclass, ``super`` or a host class).
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable
 from typing import Any
 
 SCRIPT_CLASSES: weakref.WeakSet[type] = weakref.WeakSet()
 
-# Plain values whose public attributes are all safe to read.
-READABLE_TYPES: set[type] = {
-    str,
-    bytes,
-    bytearray,
-    int,
-    float,
-    complex,
-    bool,
-    type(None),
-    list,
-    tuple,
-    dict,
-    set,
-    frozenset,
-    range,
-    slice,
-    type({}.keys()),
-    type({}.values()),
-    type({}.items()),
-    object,
-}
+# Exact plain data: every public attribute of these is a method or a plain value.
+PLAIN_TYPES: frozenset[type] = frozenset(
+    {
+        str,
+        bytes,
+        bytearray,
+        int,
+        float,
+        complex,
+        bool,
+        type(None),
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+        range,
+        slice,
+        type({}.keys()),
+        type({}.values()),
+        type({}.items()),
+        type(NotImplemented),
+        type(Ellipsis),
+    }
+)
 
-# Containers a script may change in place (a write is as safe as the container).
+# Containers a script may change in place: the read guards never hand out one the host holds.
 WRITABLE_TYPES: set[type] = {list, dict, set, bytearray}
 
+# Mutable containers: found on a host class, they are shared by every session.
+MUTABLE_TYPES: set[type] = {list, dict, set, bytearray}
 
-def register_readable(*types: type, writable: bool = False) -> None:
-    """Declare standard-library types whose public attributes scripts may read."""
-    READABLE_TYPES.update(types)
-    if writable:
-        WRITABLE_TYPES.update(types)
+# Facade types: the public names a script may read (None: every public name).
+READABLE: dict[type, frozenset[str] | None] = {}
+
+# Types whose public attributes read raw (no guard call): plain data and reviewed facades.
+RAW_TYPES: set[type] = set(PLAIN_TYPES)
+
+# Classes that script classes may derive from, beside other script classes.
+BASE_CLASSES: set[type] = {object, int, float, str, bytes, tuple, list, dict, set, frozenset}
+
+
+def register_readable(
+    *types: type, writable: bool = False, names: Iterable[str] | None = None
+) -> None:
+    """Declare facade types a script may hold; ``names`` limits the readable attributes.
+
+    A type whose class holds a mutable container under a public name keeps that name
+    unreadable: a class attribute is shared by every session and the host.
+    """
+    for kind in types:
+        shared = frozenset(n for n in dir(kind) if not n.startswith("_") and _is_shared(kind, n))
+        allowed = None if names is None else frozenset(names)
+        if shared:
+            public = {n for n in dir(kind) if not n.startswith("_")}
+            allowed = frozenset((public if allowed is None else allowed) - shared)
+        READABLE[kind] = allowed
+        if allowed is None:
+            RAW_TYPES.add(kind)
+        if writable:
+            WRITABLE_TYPES.add(kind)
+            MUTABLE_TYPES.add(kind)
+
+
+def register_base(*types: type) -> None:
+    """Declare facade classes a script class may derive from (reviewed for relays)."""
+    BASE_CLASSES.update(types)
 
 
 def is_script_class(cls: type) -> bool:
+    """Was ``cls``, or one of its bases, made by a script's class statement?"""
     return any(base in SCRIPT_CLASSES for base in cls.__mro__)
 
 
-def is_readable(obj: Any) -> bool:
-    """May a script read public attributes of ``obj``?"""
+def readable_names(obj: Any) -> frozenset[str] | bool | None:
+    """Public names a script may read on ``obj``: None for all, False for none."""
     kind = type(obj)
-    if kind in READABLE_TYPES:
-        return True
+    if kind in RAW_TYPES or is_script_class(kind):
+        return None
     if isinstance(obj, type):
-        return obj in READABLE_TYPES or is_script_class(obj)
-    return isinstance(obj, BaseException) or is_script_class(kind)
+        if obj in PLAIN_TYPES or is_script_class(obj):
+            return None
+        if obj in READABLE:
+            return READABLE[obj]
+        return False
+    if kind in READABLE:
+        return READABLE[kind]
+    if isinstance(obj, BaseException):  # an error's fields are the data it carries
+        return None
+    return False
+
+
+def is_shared_container(owner: Any, name: str, value: Any) -> bool:
+    """Is ``value`` a mutable container that a host class holds as ``name``?"""
+    if type(value) not in MUTABLE_TYPES:
+        return False
+    klass = owner if isinstance(owner, type) else type(owner)
+    return any(vars(k).get(name) is value for k in klass.__mro__)
 
 
 def is_writable(obj: Any) -> bool:
@@ -70,12 +132,24 @@ def is_writable(obj: Any) -> bool:
     return is_script_class(kind)
 
 
+def _is_shared(kind: type, name: str) -> bool:
+    for klass in kind.__mro__:
+        if name in vars(klass):
+            return type(vars(klass)[name]) in MUTABLE_TYPES
+    return False
+
+
 __all__ = [
-    "READABLE_TYPES",
+    "BASE_CLASSES",
+    "PLAIN_TYPES",
+    "RAW_TYPES",
+    "READABLE",
     "SCRIPT_CLASSES",
     "WRITABLE_TYPES",
-    "is_readable",
     "is_script_class",
+    "is_shared_container",
     "is_writable",
+    "readable_names",
+    "register_base",
     "register_readable",
 ]

@@ -71,7 +71,18 @@ SCRIPT_DUNDERS = frozenset(
 
 # Public attribute names checked at run time (format traversal, size), everywhere.
 GUARDED_ATTRIBUTES = frozenset(
-    {"format", "format_map", "ljust", "rjust", "center", "zfill", "expandtabs", "replace", "join"}
+    {
+        "format",
+        "format_map",
+        "ljust",
+        "rjust",
+        "center",
+        "zfill",
+        "expandtabs",
+        "replace",
+        "join",
+        "translate",
+    }
 )
 
 # Attributes that lead to frames, code, or the class hierarchy, beyond the base list.
@@ -154,9 +165,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
             and node.attr not in GUARDED_ATTRIBUTES
             and not node.attr.endswith("__roles__")
         ):
-            # Public names other than the guarded few read as plain attributes: the
-            # objects a script can hold expose nothing dangerous under such names.
-            return self.node_contents_visit(node)
+            return _guarded_read(self.node_contents_visit(node))
         if node.attr in SCRIPT_DUNDERS and _is_super_call(node.value):
             # super().__init__(...) and friends: read through the guard, which checks
             # that the super object belongs to a script class.
@@ -354,7 +363,43 @@ class CodeActPolicy(RestrictingNodeTransformer):
         return self.node_contents_visit(node)
 
     def visit_match_case(self, node: ast.match_case) -> Any:
-        return self.node_contents_visit(node)
+        node = self.node_contents_visit(node)
+        checks: list[ast.expr] = []
+        node.pattern = self._capture_keyword_subjects(node.pattern, checks)
+        if checks:
+            # ``case P(x=v)`` reads ``subject.x`` raw: each such subject is captured under
+            # a hidden name and checked, before the body runs, as a guarded read would be.
+            test = checks + ([node.guard] if node.guard is not None else [])
+            node.guard = test[0] if len(test) == 1 else ast.BoolOp(ast.And(), test)
+            ast.fix_missing_locations(node)
+        return node
+
+    def _capture_keyword_subjects(self, pattern: ast.pattern, checks: list[ast.expr]) -> Any:
+        for field, value in ast.iter_fields(pattern):
+            if isinstance(value, ast.pattern):
+                setattr(pattern, field, self._capture_keyword_subjects(value, checks))
+            elif isinstance(value, list):
+                setattr(
+                    pattern,
+                    field,
+                    [
+                        self._capture_keyword_subjects(v, checks)
+                        if isinstance(v, ast.pattern)
+                        else v
+                        for v in value
+                    ],
+                )
+        if isinstance(pattern, ast.MatchOr) and _has_keyword_class(pattern):
+            self.error(pattern, "keyword class patterns are not allowed inside | patterns.")
+            return pattern
+        if isinstance(pattern, ast.MatchClass) and pattern.kwd_attrs:
+            name = self.gen_tmp_name()
+            names = [ast.Constant(a) for a in pattern.kwd_attrs]
+            checks.append(_call("_match_", ast.Name(name, ast.Load()), *names))
+            captured = ast.MatchAs(pattern=pattern, name=name)
+            copy_locations(captured, pattern)
+            return captured
+        return pattern
 
     def visit_MatchValue(self, node: ast.MatchValue) -> Any:
         return self.node_contents_visit(node)
@@ -381,7 +426,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
         return self.node_contents_visit(node)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> Any:
-        # Keyword patterns read attributes without the guard: hold them to the same rules.
+        # Keyword patterns read attributes without the guard: hold them to the same rules
+        # here, and at run time to the object model (see visit_match_case).
         for name in node.kwd_attrs:
             if name.startswith("_") or name in FORBIDDEN_ATTRIBUTES:
                 self.error(node, f'"{name}" is not allowed in a class pattern.')
@@ -422,6 +468,29 @@ _IOPERATORS: dict[type[ast.operator], str] = {
     ast.FloorDiv: "//=",
     ast.MatMult: "@=",
 }
+
+
+def _guarded_read(node: ast.Attribute) -> ast.expr:
+    """``x.a``: raw when ``x`` is plain data or a script object, through the guard otherwise.
+
+    A name receiver is checked inline (a type lookup, no call); any other receiver is
+    evaluated once, inside the guard call.
+    """
+    receiver = node.value
+    call = _call("_getattr_", receiver, ast.Constant(node.attr))
+    copy_locations(call, node)
+    if not isinstance(receiver, ast.Name):
+        return call
+    kind = _call("_type_", ast.Name(receiver.id, ast.Load()))
+    test = ast.Compare(kind, [ast.In()], [ast.Name("_raw_", ast.Load())])
+    choice = ast.IfExp(test=test, body=node, orelse=call)
+    copy_locations(choice, node)
+    ast.fix_missing_locations(choice)
+    return choice
+
+
+def _has_keyword_class(pattern: ast.pattern) -> bool:
+    return any(isinstance(p, ast.MatchClass) and p.kwd_attrs for p in ast.walk(pattern))
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
@@ -529,13 +598,27 @@ def _is_small_check(name: str) -> ast.expr:
     )
 
 
-def _is_small_int(*nodes: ast.expr) -> bool:
-    """``x * 2``: a small literal factor grows a sequence by at most that much."""
+def _is_small_int(left: ast.expr, right: ast.expr) -> bool:
+    """``x * 2``: a small literal factor grows a sequence by at most that much.
+
+    Only once: in ``'a' * 64 * 64 * 64`` every factor is small and the product is not,
+    so a factor whose other side is itself a product keeps its guard.
+    """
+    for factor, other in ((left, right), (right, left)):
+        if (
+            isinstance(factor, ast.Constant)
+            and isinstance(factor.value, int | float)
+            and abs(factor.value) <= SMALL_FACTOR
+            and not _contains_product(other)
+        ):
+            return True
+    return False
+
+
+def _contains_product(node: ast.expr) -> bool:
     return any(
-        isinstance(n, ast.Constant)
-        and isinstance(n.value, int | float)
-        and abs(n.value) <= SMALL_FACTOR
-        for n in nodes
+        isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult | ast.Pow | ast.LShift)
+        for n in ast.walk(node)
     )
 
 

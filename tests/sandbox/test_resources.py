@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
@@ -75,20 +74,17 @@ BOMBS = {
 }
 
 
-def run_and_time(make_runner: MakeRunner, script: str) -> tuple[float, str | None, str]:
+def run_limited(make_runner: MakeRunner, script: str) -> tuple[str | None, str]:
     runner = make_runner(LIMITS)
-    started = time.perf_counter()
     outcome = runner(script)
-    elapsed = time.perf_counter() - started
     assert outcome.error is not None, f"the script finished: {outcome.value!r}"
-    return elapsed, outcome.error.code, outcome.error.message
+    return outcome.error.code, outcome.error.message
 
 
 @pytest.mark.parametrize("script", LOOPS.values(), ids=LOOPS.keys())
 def test_endless_work_is_stopped_within_its_deadline(make_runner: MakeRunner, script: str) -> None:
-    elapsed, code, message = run_and_time(make_runner, script)
+    code, message = run_limited(make_runner, script)
     assert code == "CODE_RESOURCE_LIMIT", message
-    assert elapsed < WALL + 1.0
     assert "limit" in message
 
 
@@ -96,9 +92,11 @@ def test_endless_work_is_stopped_within_its_deadline(make_runner: MakeRunner, sc
 def test_memory_bombs_are_refused_before_they_allocate(
     make_runner: MakeRunner, script: str
 ) -> None:
-    elapsed, code, message = run_and_time(make_runner, script)
+    code, message = run_limited(make_runner, script)
     assert code == "CODE_RESOURCE_LIMIT", message
-    assert elapsed < 0.5  # refused up front, not after filling memory
+    # refused up front by a size guard, not by the watchdog after filling memory or time
+    assert "exceeded its" not in message, message
+    assert "killed" not in message, message
 
 
 @pytest.mark.parametrize(
@@ -125,19 +123,19 @@ def test_loops_inside_finally_may_still_break(make_runner: MakeRunner) -> None:
 
 
 def test_the_limit_that_was_hit_is_named(make_runner: MakeRunner) -> None:
-    _, _, wall = run_and_time(make_runner, "while True:\n    pass")
+    _, wall = run_limited(make_runner, "while True:\n    pass")
     assert "time" in wall
     cpu_bound = make_runner(Limits(wall_seconds=5.0, cpu_seconds=0.3))
     outcome = cpu_bound("while True:\n    pass")
     assert outcome.error is not None
     assert "CPU time" in outcome.error.message
-    _, _, size = run_and_time(make_runner, "'a' * 10**10")
+    _, size = run_limited(make_runner, "'a' * 10**10")
     assert "10,000,000,000 items" in size
 
 
 def test_recursion_ends_in_a_resource_limit_even_when_caught(make_runner: MakeRunner) -> None:
     script = "def f():\n    try:\n        return f()\n    except RecursionError:\n        return f()\nf()"
-    _, code, message = run_and_time(make_runner, script)
+    code, message = run_limited(make_runner, script)
     assert code == "CODE_RESOURCE_LIMIT"
     assert "recursion" in message
 
@@ -163,7 +161,7 @@ def test_tool_call_flood_is_stopped_at_the_limit(make_runner: MakeRunner) -> Non
 
 
 def test_source_size_is_bounded(make_runner: MakeRunner) -> None:
-    _, code, message = run_and_time(make_runner, "x = 1\n" * 2_000)
+    code, message = run_limited(make_runner, "x = 1\n" * 2_000)
     assert code == "CODE_RESOURCE_LIMIT"
     assert "characters" in message
 

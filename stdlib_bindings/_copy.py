@@ -1,0 +1,142 @@
+"""``copy`` for scripts: copies of plain data and of the script's own objects, made here.
+
+The real module is driven by ``__reduce_ex__`` (it would ``setattr`` onto whatever
+a script's factory returns, a host class included) and its ``deepcopy`` memo
+collects every original it visits (the real ``__dict__`` of host objects) and
+receives a module-global sentinel list: a channel between sessions.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+from typing import Any
+
+from codeact._sandbox._ownership import PLAIN_TYPES, SCRIPT_CLASSES, is_script_class
+
+# Values that are their own copies: immutable, or opaque stand-ins.
+_ATOMIC = frozenset(PLAIN_TYPES - {list, dict, set, bytearray})
+_CONTAINERS = (collections.deque, collections.OrderedDict, collections.defaultdict)
+
+
+def copy(value: Any) -> Any:
+    """A shallow copy."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if kind in (list, dict, set, bytearray):
+        return kind(value)
+    if kind in _CONTAINERS or isinstance(value, collections.Counter):
+        return _rebuild(value, list(value.items()) if hasattr(value, "items") else list(value))
+    if is_script_class(kind):
+        return _copy_object(value, lambda item: item)
+    return _opaque(value)
+
+
+def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """A deep copy; ``memo`` may only be a plain dict the script made."""
+    if memo is None:
+        memo = {}
+    elif type(memo) is not dict:
+        raise TypeError("deepcopy() memo must be a dict")
+    return _deep(value, memo)
+
+
+def _deep(value: Any, memo: dict[int, Any]) -> Any:
+    kind = type(value)
+    if kind in _ATOMIC and kind is not tuple:
+        return value
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    result: Any
+    if kind is list:
+        result = memo[key] = []
+        result.extend(_deep(item, memo) for item in value)
+    elif kind is tuple:
+        result = tuple(_deep(item, memo) for item in value)
+    elif kind is dict:
+        result = memo[key] = {}
+        for k, v in value.items():
+            result[_deep(k, memo)] = _deep(v, memo)
+    elif kind in (set, frozenset):
+        result = kind(_deep(item, memo) for item in value)
+    elif kind is bytearray:
+        result = bytearray(value)
+    elif kind in _CONTAINERS or isinstance(value, collections.Counter):
+        if hasattr(value, "items"):
+            copied = [(_deep(k, memo), _deep(v, memo)) for k, v in value.items()]
+        else:
+            copied = [_deep(item, memo) for item in value]
+        result = _rebuild(value, copied)
+    elif is_script_class(kind):
+        result = _copy_object(value, lambda item: _deep(item, memo), memo, key)
+    else:
+        return _opaque(value)
+    memo[key] = result
+    return result
+
+
+def _rebuild(value: Any, items: list[Any]) -> Any:
+    kind = type(value)
+    if isinstance(value, collections.defaultdict):
+        return kind(value.default_factory, items)
+    if isinstance(value, collections.deque):
+        return kind(items, value.maxlen)
+    return kind(items)
+
+
+def _copy_object(
+    value: Any, copy_item: Any, memo: dict[int, Any] | None = None, key: int = 0
+) -> Any:
+    """A new instance of the script's class, its state copied item by item (no ``__init__``)."""
+    kind = type(value)
+    if isinstance(value, enum.Enum):
+        return value
+    base: Any = next(b for b in kind.__mro__ if b not in SCRIPT_CLASSES)
+    if base in _IMMUTABLE_BASES:
+        content = tuple(copy_item(i) for i in value) if base is tuple else base(value)
+        new = base.__new__(kind, content)
+    else:
+        new = base.__new__(kind)
+    if memo is not None:
+        memo[key] = new
+    if isinstance(value, BaseException):
+        new.args = tuple(copy_item(a) for a in value.args)
+    state = getattr(value, "__dict__", None)
+    if state is not None:
+        for name, item in state.items():
+            object.__setattr__(new, name, copy_item(item))
+    for klass in kind.__mro__:
+        if klass in SCRIPT_CLASSES:
+            for name in vars(klass).get("__slots__", ()):
+                if hasattr(value, name):
+                    object.__setattr__(new, name, copy_item(getattr(value, name)))
+    if isinstance(value, list):
+        list.extend(new, [copy_item(item) for item in value])
+    elif isinstance(value, dict):
+        for k, v in list(dict.items(value)):
+            dict.__setitem__(new, copy_item(k), copy_item(v))
+    elif isinstance(value, set):
+        set.update(new, [copy_item(item) for item in value])
+    return new
+
+
+_IMMUTABLE_BASES = (int, float, complex, str, bytes, tuple, frozenset)
+
+
+def _opaque(value: Any) -> Any:
+    """Facade values (dates, decimals, patterns, tools, functions) are immutable: shared."""
+    if callable(value) or hash_or_none(value) is not None:
+        return value
+    raise TypeError(f"cannot copy {type(value).__name__} objects in scripts")
+
+
+def hash_or_none(value: Any) -> int | None:
+    try:
+        return hash(value)
+    except TypeError:
+        return None
+
+
+__all__ = ["copy", "deepcopy"]

@@ -1,0 +1,146 @@
+"""An inert ``typing`` for scripts: forms to annotate with, subscript and check, nothing more.
+
+The real module is a relay: its aliases forward attribute names to the host's
+``collections.abc`` classes (``typing.Mapping.register(list)`` would change every
+session's ``isinstance``), and its subscription cache keeps script objects whose
+``__eq__`` then runs in host threads. These forms hold a name, an optional origin
+class for ``isinstance`` and their arguments; each subscription builds a new one.
+"""
+
+from __future__ import annotations
+
+import collections.abc as abc
+from typing import Any
+
+from codeact._sandbox._ownership import register_base, register_readable
+
+
+class TypingForm:
+    """``typing.X`` or ``typing.X[args]`` as a script sees it."""
+
+    __slots__ = ("_args", "_name", "_origin")
+
+    def __init__(self, name: str, origin: type | None = None, args: tuple[Any, ...] = ()) -> None:
+        self._name = name
+        self._origin = origin
+        self._args = args
+
+    def __getitem__(self, args: Any) -> TypingForm:
+        return TypingForm(self._name, self._origin, args if type(args) is tuple else (args,))
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return isinstance(obj, self._checkable())
+
+    def __subclasscheck__(self, cls: type) -> bool:
+        return issubclass(cls, self._checkable())
+
+    def __or__(self, other: Any) -> TypingForm:
+        return TypingForm("Union", None, (self, other))
+
+    def __ror__(self, other: Any) -> TypingForm:
+        return TypingForm("Union", None, (other, self))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"Cannot instantiate typing.{self._name}")
+
+    def __repr__(self) -> str:
+        if not self._args:
+            return f"typing.{self._name}"
+        return f"typing.{self._name}[{', '.join(_form_repr(a) for a in self._args)}]"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not TypingForm:
+            return NotImplemented
+        return (self._name, self._args) == (other._name, other._args)
+
+    def __hash__(self) -> int:
+        return hash(self._name)
+
+    def _checkable(self) -> type:
+        if self._args:
+            raise TypeError("Subscripted generics cannot be used with class and instance checks")
+        if self._origin is None:
+            raise TypeError(f"typing.{self._name} cannot be used with isinstance()")
+        return self._origin
+
+
+class TypeVar:
+    """``typing.TypeVar``: a name for annotations."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str, *constraints: Any, **options: Any) -> None:
+        self._name = str(name)
+
+    @property
+    def __name__(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"~{self._name}"
+
+
+class Generic:
+    """``typing.Generic`` as a base: ``class Box(Generic[T])`` and ``Box[int]`` work."""
+
+    __slots__ = ()
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return cls
+
+
+class GenericForm(TypingForm):
+    """``Generic[T]`` in a class's bases stands for the plain ``Generic`` base."""
+
+    __slots__ = ()
+
+    def __getitem__(self, args: Any) -> TypingForm:
+        return GenericForm(self._name, None, args if type(args) is tuple else (args,))
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (Generic,)
+
+
+def cast(kind: Any, value: Any) -> Any:
+    """``typing.cast``: the value, unchanged."""
+    return value
+
+
+def _form_repr(arg: Any) -> str:
+    if isinstance(arg, type):
+        return arg.__name__
+    if arg is None or arg is type(None):
+        return "None"
+    return repr(arg)
+
+
+_ORIGINS: dict[str, Any] = {
+    "Any": None,
+    "Optional": None,
+    "Union": None,
+    "Literal": None,
+    "Callable": abc.Callable,
+    "List": list,
+    "Dict": dict,
+    "Tuple": tuple,
+    "Set": set,
+    "FrozenSet": frozenset,
+    "Iterable": abc.Iterable,
+    "Iterator": abc.Iterator,
+    "Sequence": abc.Sequence,
+    "Mapping": abc.Mapping,
+    "MutableMapping": abc.MutableMapping,
+}
+
+
+def typing_members() -> dict[str, Any]:
+    """The members of the ``typing`` facade."""
+    members: dict[str, Any] = {name: TypingForm(name, origin) for name, origin in _ORIGINS.items()}
+    members.update(Generic=GenericForm("Generic"), TypeVar=TypeVar, cast=cast)
+    return members
+
+
+register_readable(TypingForm, GenericForm, TypeVar, names=())
+register_base(Generic)
+
+__all__ = ["Generic", "TypeVar", "TypingForm", "cast", "typing_members"]
