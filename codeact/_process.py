@@ -18,8 +18,8 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import asdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._exceptions import ErrorCode
 from ._executors import AsyncToolCaller
 from ._json import thaw
@@ -39,6 +40,7 @@ KILL_GRACE_SECONDS = 1.0
 ABORT_GRACE_SECONDS = 1.0
 START_TIMEOUT_SECONDS = 30.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_TOOL_CALLS = Limits().max_tool_calls
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
@@ -48,6 +50,23 @@ class WorkerLost(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerOptions:
+    """How worker processes are started and confined.
+
+    ``confinement``: ``"best-effort"`` (default) applies every kernel layer this
+    machine offers; ``"require"`` refuses to start a worker that lacks one; ``"off"``
+    applies none. ``user``: the uid and gid a worker drops to when the host runs as
+    root. ``prefix``: a command the worker runs under (an isolator such as bubblewrap);
+    ``{workdir}`` in it stands for the worker's folder.
+    """
+
+    confinement: Confinement = "best-effort"
+    user: int | None = UNPRIVILEGED_ID
+    prefix: tuple[str, ...] = ()
+    module: str = "codeact._worker"
 
 
 class Worker:
@@ -62,9 +81,13 @@ class Worker:
         self._writer = process.stdin
         self.last_used = time.monotonic()
         self.dead = False
+        self.confinement = ConfinementReport()
 
     @classmethod
-    async def start(cls, limits: Limits, modules: frozenset[str]) -> Worker:
+    async def start(
+        cls, limits: Limits, modules: frozenset[str], options: WorkerOptions | None = None
+    ) -> Worker:
+        options = options or WorkerOptions()
         workdir = tempfile.mkdtemp(prefix="codeact-worker-")
         environment = {
             "PATH": os.defpath,
@@ -73,8 +96,9 @@ class Worker:
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONNOUSERSITE": "1",
         }
+        prefix = [part.replace("{workdir}", workdir) for part in options.prefix]
         process = await anyio.open_process(
-            [sys.executable, "-m", "codeact._worker"],
+            [*prefix, sys.executable, "-m", options.module],
             stdin=-1,
             stdout=-1,
             stderr=-3,  # subprocess.DEVNULL
@@ -86,12 +110,24 @@ class Worker:
         try:
             with anyio.fail_after(START_TIMEOUT_SECONDS):
                 await worker.send(
-                    {"op": "init", "limits": asdict(limits), "modules": sorted(modules)}
+                    {
+                        "op": "init",
+                        "limits": asdict(limits),
+                        "modules": sorted(modules),
+                        "confinement": options.confinement,
+                        "user": options.user,
+                        "workdir": workdir,
+                    }
                 )
                 ready = await worker.receive()
         except BaseException:
             await worker.kill()
             raise
+        worker.confinement = ConfinementReport.from_json(ready.get("confinement") or {})
+        if ready.get("op") == "refused":
+            await worker.kill()
+            missing = "; ".join(f"{k}: {v}" for k, v in worker.confinement.missing.items())
+            raise WorkerLost(f"confinement is required and this machine lacks it ({missing})")
         if ready.get("op") != "ready":
             await worker.kill()
             raise WorkerLost(f"the worker did not start: {ready!r}")
@@ -110,6 +146,7 @@ class Worker:
     async def receive(self) -> dict[str, Any]:
         try:
             line = await self._reader.receive_until(b"\n", MAX_MESSAGE_BYTES)
+            message = json.loads(line)
         except (
             anyio.EndOfStream,
             anyio.IncompleteRead,
@@ -117,7 +154,13 @@ class Worker:
             anyio.ClosedResourceError,
         ):
             raise WorkerLost(await self._describe_exit()) from None
-        message: dict[str, Any] = json.loads(line)
+        except (anyio.DelimiterNotFound, ValueError):
+            # an oversized or garbled message: the worker can no longer be trusted to talk
+            await self.kill()
+            raise WorkerLost("the worker sent a message the host could not read") from None
+        if type(message) is not dict:
+            await self.kill()
+            raise WorkerLost("the worker sent a message the host could not read")
         return message
 
     async def run(
@@ -126,6 +169,7 @@ class Worker:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
         wall: float,
+        max_calls: int = DEFAULT_MAX_TOOL_CALLS,
     ) -> ScriptOutcome:
         """Run one script; tool calls are answered here until the worker says it is done."""
         self.last_used = time.monotonic()
@@ -134,7 +178,7 @@ class Worker:
         )
         try:
             with anyio.fail_after(wall + KILL_GRACE_SECONDS):
-                return await self._serve(call_tool)
+                return await self._serve(call_tool, max_calls)
         except TimeoutError:
             await self.kill()
             return _lost(
@@ -147,13 +191,24 @@ class Worker:
         finally:
             self.last_used = time.monotonic()
 
-    async def _serve(self, call_tool: AsyncToolCaller) -> ScriptOutcome:
+    async def _serve(self, call_tool: AsyncToolCaller, max_calls: int) -> ScriptOutcome:
+        calls = 0
         while True:
             message = await self.receive()
             if message.get("op") == "done":
                 return outcome_from_json(message["outcome"])
             if message.get("op") == "call":
-                result = await call_tool(str(message["name"]), message.get("arguments") or {})
+                calls += 1
+                if calls > max_calls:  # counted here: the worker's own count is not trusted
+                    await self.kill()
+                    return _lost(
+                        ErrorCode.CODE_RESOURCE_LIMIT,
+                        f"the script made more than {max_calls:,} tool calls",
+                    )
+                arguments = message.get("arguments")
+                if type(arguments) is not dict:
+                    arguments = {}
+                result = await call_tool(str(message.get("name")), arguments)
                 if result.is_error:
                     answer = {
                         "op": "result",
@@ -242,6 +297,9 @@ class ProcessExecutor:
         modules: frozenset[str] | None = None,
         warm: int = WARM_WORKERS,
         idle_seconds: float = IDLE_SECONDS,
+        confinement: Confinement = "best-effort",
+        worker_user: int | None = UNPRIVILEGED_ID,
+        worker_prefix: Sequence[str] = (),
     ) -> None:
         from stdlib_bindings._modules import DEFAULT_MODULES
 
@@ -249,6 +307,9 @@ class ProcessExecutor:
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
         self.warm = warm
         self.idle_seconds = idle_seconds
+        self.options = WorkerOptions(
+            confinement=confinement, user=worker_user, prefix=tuple(worker_prefix)
+        )
         self._spare: list[Worker] = []
         self._sessions: dict[str, Worker] = {}
         self._tasks: anyio.abc.TaskGroup | None = None
@@ -282,7 +343,9 @@ class ProcessExecutor:
         except (WorkerLost, OSError, TimeoutError) as error:
             return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
         try:
-            outcome = await worker.run(source, tools, call_tool, self.limits.wall_seconds)
+            outcome = await worker.run(
+                source, tools, call_tool, self.limits.wall_seconds, self.limits.max_tool_calls
+            )
         except WorkerLost as lost:
             outcome = _lost(ErrorCode.CODE_RUNTIME_ERROR, lost.reason)
         if worker.dead:
@@ -326,7 +389,7 @@ class ProcessExecutor:
         return worker
 
     async def _start(self) -> Worker:
-        return await Worker.start(self.limits, self.modules)
+        return await Worker.start(self.limits, self.modules, self.options)
 
     def _refill(self) -> None:
         if self._tasks is None:
@@ -357,4 +420,4 @@ class ProcessExecutor:
                 await worker.close()
 
 
-__all__ = ["ProcessExecutor", "Worker", "WorkerLost"]
+__all__ = ["ProcessExecutor", "Worker", "WorkerLost", "WorkerOptions"]

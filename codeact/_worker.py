@@ -1,15 +1,18 @@
 """The worker process behind the process executor: one session's sandbox, talking JSON lines.
 
 Started by the host as ``python -m codeact._worker``. It reads its limits from the
-first message, applies hard operating-system limits to itself, then runs scripts.
+first message, applies hard operating-system limits to itself, confines itself
+with the kernel (``codeact._confine``), then runs scripts.
 Tool calls go to the host as messages; the worker never holds a tool, its
 configuration or a secret. Protocol (one JSON object per line):
 
-    host -> worker   {"op": "init", "limits": {...}, "modules": [...]}
+    host -> worker   {"op": "init", "limits": {...}, "modules": [...], "confinement": "...",
+                      "user": 65534 | null, "workdir": "..."}
                      {"op": "run", "source": "...", "tools": {"name": ["param", ...]}}
                      {"op": "result", "ok": true, "value": ...} | {"ok": false, "code", "message"}
                      {"op": "reset"} | {"op": "exit"}
-    worker -> host   {"op": "ready"} | {"op": "call", "name": ..., "arguments": {...}}
+    worker -> host   {"op": "ready", "confinement": {...}} | {"op": "refused", "confinement": {...}}
+                     {"op": "call", "name": ..., "arguments": {...}}
                      {"op": "done", "outcome": {...}} | {"op": "reset_done"}
 """
 
@@ -20,19 +23,40 @@ import json
 import os
 import resource
 import signal
-import sys
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import IO, Any
 
-from ._exceptions import ToolError
+from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
+from ._exceptions import ErrorCode, ToolError
 from ._json import JsonValue
 from ._sandbox import Limits, Sandbox, ScriptError, ScriptOutcome, ToolCallRecord
+from ._sandbox._limits import resident_bytes
 
 MAX_OPEN_FILES = 64
 # Per-run CPU time is the watchdog's; this lifetime budget is the kernel's backstop
 # (SIGXCPU, then SIGKILL), for a worker that somehow escaped the watchdog.
 LIFETIME_CPU_SECONDS = 3_600
 VIRTUAL_MEMORY_HEADROOM = 256 * 1024 * 1024
+MAX_OUTCOME_BYTES = 16 * 1024 * 1024
+# Modules the standard library imports lazily, loaded before the worker gives up the
+# right to read the interpreter's files (codecs by name, strptime).
+PRELOADED = (
+    "_strptime",
+    "encodings.latin_1",
+    "encodings.ascii",
+    "encodings.utf_16",
+    "encodings.utf_32",
+    "encodings.cp1252",
+    "encodings.idna",
+    "encodings.punycode",
+    "encodings.unicode_escape",
+    "encodings.raw_unicode_escape",
+    "encodings.hex_codec",
+    "encodings.base64_codec",
+)
+
+ExtraOps = Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]]
 
 
 def outcome_to_json(outcome: ScriptOutcome) -> dict[str, Any]:
@@ -68,8 +92,13 @@ class Channel:
         return message
 
 
-def apply_os_limits(limits: Limits) -> None:
-    """Hard limits the kernel enforces, whatever the script does."""
+def apply_os_limits(limits: Limits, *, processes: bool = True) -> None:
+    """Hard limits the kernel enforces, whatever the script does.
+
+    ``processes``: also allow no new processes by rlimit; not needed under seccomp
+    (which refuses them), and an rlimit of 0 would also refuse the watchdog's thread
+    once the worker runs as an unprivileged user.
+    """
     soft_as = _virtual_memory() + limits.memory_bytes + VIRTUAL_MEMORY_HEADROOM
     for kind, value in (
         (resource.RLIMIT_AS, soft_as),
@@ -80,7 +109,8 @@ def apply_os_limits(limits: Limits) -> None:
         _lower(kind, value)
     cpu = int(max(LIFETIME_CPU_SECONDS, limits.cpu_seconds * 10))
     _lower(resource.RLIMIT_CPU, cpu, cpu + 5)
-    _lower(resource.RLIMIT_NPROC, 0)
+    if processes:
+        _lower(resource.RLIMIT_NPROC, 0)
 
 
 def _lower(kind: int, soft: int, hard: int | None = None) -> None:
@@ -96,11 +126,16 @@ def _virtual_memory() -> int:
         return 0
 
 
-def serve(channel: Channel) -> None:
+def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
     init = channel.receive()
     limits = Limits(**init["limits"])
     sandbox = Sandbox(limits=limits, modules=frozenset(init["modules"]))
-    apply_os_limits(limits)
+    report = _confine(init)
+    apply_os_limits(limits, processes="seccomp" not in report.active)
+    if init.get("confinement") == "require" and any(k in report.missing for k in REQUIRED_LAYERS):
+        channel.send({"op": "refused", "confinement": report.to_json()})
+        return
+    sandbox.memory_baseline = resident_bytes()  # the worker is the session: its whole memory
     signal.signal(signal.SIGUSR1, lambda signum, frame: sandbox.abort())
 
     def call_tool(name: str, arguments: dict[str, JsonValue]) -> JsonValue:
@@ -111,22 +146,45 @@ def serve(channel: Channel) -> None:
             return value
         raise ToolError(str(answer.get("message", "")), str(answer.get("code", "TOOL_ERROR")))
 
-    channel.send({"op": "ready"})
+    channel.send({"op": "ready", "confinement": report.to_json()})
     while True:
         message = channel.receive()
         op = message.get("op")
         if op == "run":
             tools = {name: tuple(params) for name, params in message.get("tools", {}).items()}
             outcome = sandbox.run(message["source"], tools=tools, call_tool=call_tool)
-            channel.send({"op": "done", "outcome": outcome_to_json(outcome)})
+            channel.send({"op": "done", "outcome": _bounded_outcome(outcome)})
         elif op == "reset":
             sandbox.reset()
             channel.send({"op": "reset_done"})
         elif op == "exit":
+            sandbox.close()
             return
+        elif extra_ops is not None and isinstance(op, str) and op in extra_ops:
+            channel.send(extra_ops[op](message))
 
 
-def main() -> None:
+def _confine(init: dict[str, Any]) -> ConfinementReport:
+    if init.get("confinement", "best-effort") == "off":
+        return ConfinementReport(missing={"all": "confinement is off"})
+    for name in PRELOADED:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    return confine(workdir=init.get("workdir") or os.getcwd(), user=init.get("user"))
+
+
+def _bounded_outcome(outcome: ScriptOutcome) -> dict[str, Any]:
+    """The outcome as JSON; one too large for the channel becomes an error that says so."""
+    data = outcome_to_json(outcome)
+    size = len(json.dumps(data, ensure_ascii=False))
+    if size <= MAX_OUTCOME_BYTES:
+        return data
+    message = f"the run's outcome is {size:,} bytes (limit {MAX_OUTCOME_BYTES:,})"
+    error = ScriptError(code=ErrorCode.CODE_RESOURCE_LIMIT, message=message)
+    return outcome_to_json(ScriptOutcome(tool_calls=outcome.tool_calls, error=error))
+
+
+def main(extra_ops: ExtraOps | None = None) -> None:
     # The channel is a private copy of stdin and stdout; the standard descriptors are
     # pointed at /dev/null so nothing a library prints can corrupt the protocol.
     reader = os.fdopen(os.dup(0), "rb")
@@ -135,9 +193,15 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    with contextlib.suppress(EOFError, BrokenPipeError, KeyboardInterrupt):
-        serve(Channel(reader, writer))
-    sys.exit(0)
+    status = 0
+    try:
+        serve(Channel(reader, writer), extra_ops)
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass
+    except (ValueError, OSError):  # a garbled channel: the host treats the worker as lost
+        status = 1
+    # No interpreter shutdown: it would run what scripts left behind (finalizers) unwatched.
+    os._exit(status)
 
 
 if __name__ == "__main__":

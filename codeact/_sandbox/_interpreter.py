@@ -141,6 +141,7 @@ class Sandbox:
         self.limits = limits or Limits()
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
         self._seed = seed
+        self.memory_baseline: int | None = None
         self._run: _Run | None = None
         self._lock = threading.Lock()
         self.globals: dict[str, Any] = {}
@@ -271,7 +272,7 @@ class Sandbox:
         self._run = run
         value: JsonValue = None
         failure: ScriptError | None = None
-        run.monitor = monitor = RunMonitor(self.limits)
+        run.monitor = monitor = RunMonitor(self.limits, self.memory_baseline)
         WATCHDOG.watch(monitor)
         try:
             # Everything the script defined runs in here, watched: the script itself, the

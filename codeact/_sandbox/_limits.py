@@ -42,14 +42,16 @@ class Limits:
 class RunMonitor:
     """One running script as the watchdog sees it."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, memory_baseline: int | None = None) -> None:
         self.limits = limits
         self.thread_id = threading.get_ident()
         self.started = time.monotonic()
         self.deadline = self.started + limits.wall_seconds
         self.cpu_clock = _cpu_clock(self.thread_id)
         self.cpu_start = _read_clock(self.cpu_clock)
-        self.memory_start = resident_bytes()
+        # Memory is counted from the baseline when there is one (a worker: the session's
+        # whole memory, across runs), else from the run's start (process-wide, in-process).
+        self.memory_start = resident_bytes() if memory_baseline is None else memory_baseline
         self.tripped: str | None = None
         self.tripped_at = 0.0
         self.finished = False
