@@ -141,6 +141,33 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_doctor(options: argparse.Namespace) -> int:
+    """Start one worker the way the process executor would and print what confines it."""
+    from ._confine import ConfinementReport
+    from ._process import Worker, WorkerLost, WorkerOptions
+    from ._sandbox import Limits
+
+    async def check() -> ConfinementReport:
+        worker = await Worker.start(Limits(), frozenset(), WorkerOptions())
+        try:
+            return worker.confinement
+        finally:
+            await worker.close()
+
+    try:
+        report = anyio.run(check)
+    except (WorkerLost, OSError) as error:
+        print(f"codeact: no worker could be started: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    print("Kernel confinement of a worker process on this machine:")
+    print(report.describe())
+    if report.complete:
+        print("All layers are active.")
+        return EXIT_OK
+    print("Missing layers leave a worker with fewer boundaries; confinement='require' refuses it.")
+    return EXIT_ERROR
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codeact", description="Let agents act through code.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -172,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--executor", choices=("process", "inprocess"), default="process")
     serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     serve.set_defaults(handler=command_serve_mcp)
+    doctor = commands.add_parser("doctor", help="show which kernel layers confine a worker here")
+    doctor.set_defaults(handler=command_doctor)
     compare = commands.add_parser("compare", help="run the task suite in each mode", add_help=False)
     compare.set_defaults(handler=command_compare, rest=[])
     return parser
