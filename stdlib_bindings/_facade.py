@@ -24,6 +24,9 @@ class Facade:
                 raise TypeError(f"facade {name}.{key} must not be a module")
             if isinstance(value, list | dict | set | bytearray):
                 raise TypeError(f"facade {name}.{key} must be immutable")
+            if isinstance(value, types.FunctionType) and value.__module__.startswith(__package__):
+                # a wrapper written here shows the public name, not its private one
+                value.__name__ = value.__qualname__ = key
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_members", dict(members))
 

@@ -265,3 +265,40 @@ def test_a_dataclass_with_a_string_annotation_works(run: Run) -> None:
     )
     assert outcome.error is None, outcome.error
     assert "x=1" in str(outcome.value)
+
+
+@pytest.mark.anyio
+async def test_many_in_process_sessions_calling_sync_tools_at_once_all_finish() -> None:
+    """Scripts wait in threads for tools that need threads: they must not share one pool."""
+    from codeact import ToolCall, ToolRegistry, tool
+    from codeact._executors import InProcessExecutor
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo a text (a sync tool: it runs in a worker thread)."""
+        return text
+
+    registry = ToolRegistry()
+    registry.register(echo)
+    executor = InProcessExecutor(limits=Limits(wall_seconds=60, cpu_seconds=60))
+    results: dict[int, ScriptOutcome] = {}
+
+    async def one(index: int) -> None:
+        async def call_tool(name: str, arguments: dict[str, object]) -> object:
+            return await registry.execute(ToolCall(f"c{index}", name, arguments))
+
+        results[index] = await executor.run(
+            f"echo('token-{index}')",
+            session=f"s{index}",
+            tools={"echo": ("text",)},
+            call_tool=call_tool,  # type: ignore[arg-type]
+        )
+
+    import anyio
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as group:
+            for index in range(60):
+                group.start_soon(one, index)
+    await executor.aclose()
+    assert {i: r.value for i, r in results.items()} == {i: f"token-{i}" for i in range(60)}
