@@ -205,7 +205,10 @@ class CodeActPolicy(RestrictingNodeTransformer):
             )
             copy_locations(call, node)
             return call
-        return super().visit_Call(node)
+        visited = super().visit_Call(node)
+        if isinstance(visited, ast.Call) and isinstance(visited.func, ast.IfExp):
+            return _guarded_method_call(visited)
+        return visited
 
     def visit_Subscript(self, node: ast.Subscript) -> Any:
         if isinstance(node.ctx, ast.Load):  # reading an item exposes nothing: plain
@@ -484,9 +487,38 @@ def _guarded_read(node: ast.Attribute) -> ast.expr:
     kind = _call("_type_", ast.Name(receiver.id, ast.Load()))
     test = ast.Compare(kind, [ast.In()], [ast.Name("_raw_", ast.Load())])
     choice = ast.IfExp(test=test, body=node, orelse=call)
+    choice.guarded_read = True  # type: ignore[attr-defined]
     copy_locations(choice, node)
     ast.fix_missing_locations(choice)
     return choice
+
+
+MAX_DUPLICATED_NODES = 40
+
+
+def _guarded_method_call(call: ast.Call) -> ast.expr:
+    """``x.m(args)``: the check around the whole call, so the raw branch is a plain method
+    call (CPython's fast path for it: no bound method is built).
+
+    The arguments stand in both branches, only one of which runs; past a small size
+    the check stays around the attribute alone, so nesting cannot grow code much.
+    """
+    choice = call.func
+    assert isinstance(choice, ast.IfExp)
+    parts = [*call.args, *call.keywords]
+    if sum(1 for part in parts for _ in ast.walk(part)) > MAX_DUPLICATED_NODES:
+        return call
+    if not getattr(choice, "guarded_read", False):
+        return call
+    raw = ast.Call(func=choice.body, args=call.args, keywords=call.keywords)
+    guarded = ast.Call(
+        func=choice.orelse, args=copy.deepcopy(call.args), keywords=copy.deepcopy(call.keywords)
+    )
+    result = ast.IfExp(test=choice.test, body=raw, orelse=guarded)
+    for made in (raw, guarded, result):
+        copy_locations(made, call)
+    ast.fix_missing_locations(result)
+    return result
 
 
 def _has_keyword_class(pattern: ast.pattern) -> bool:
