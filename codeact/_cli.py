@@ -137,7 +137,12 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
             log_level="warning",
         )
     else:
-        anyio.run(serve_stdio, server)
+
+        async def serve() -> None:
+            async with runtime:  # warm workers and the idle reaper while serving
+                await serve_stdio(server)
+
+        anyio.run(serve)
     return EXIT_OK
 
 

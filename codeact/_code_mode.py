@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextvars
 import itertools
 from collections.abc import Mapping
 from typing import Any
@@ -23,7 +24,6 @@ from ._tool import Tool
 
 RUN_CODE = "run_code"
 DEFAULT_SESSION = "default"
-RUN_CODE_TIMEOUT_SLACK = 5.0
 
 OUTPUT_SCHEMA: dict[str, JsonValue] = {
     "type": "object",
@@ -72,8 +72,9 @@ def describe_run_code(
         "The value of the last expression is returned as the result, with everything printed. "
         "Names you define persist to the next run_code call.",
         f"Importable modules: {', '.join(sorted(modules))}.",
-        f"Limits: {limits.wall_seconds:g} s, {limits.max_tool_calls} tool calls and "
-        f"{limits.max_output_chars:,} characters of output per run.",
+        f"Limits: {limits.wall_seconds:g} s of script time (waiting for a tool does not "
+        f"count; each call may wait {limits.tool_wait_seconds:g} s), {limits.max_tool_calls} "
+        f"tool calls and {limits.max_output_chars:,} characters of output per run.",
     ]
     if lazy is None:
         if tools:
@@ -94,6 +95,13 @@ def describe_run_code(
             "Tool names: " + ", ".join(listed) + ("" if len(listed) == len(tools) else ", ...")
         )
     return "\n\n".join(parts)
+
+
+# The script session a run_code call runs in, when its caller names one (a server
+# with many clients); otherwise the tool's own.
+SCRIPT_SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "codeact_script_session", default=None
+)
 
 
 def run_code_tool(
@@ -119,10 +127,12 @@ def run_code_tool(
     modules = frozenset(DEFAULT_MODULES if modules is None else modules)
     runner = executor or ProcessExecutor(limits=limits, modules=modules)
 
-    session_names: set[str] = set()
+    names_by_session: dict[str, set[str]] = {}
 
     async def run_code(code: str) -> dict[str, Any]:
         tools = {t.name: t.parameter_names for t in bindable_tools(registry)}
+        this_session = SCRIPT_SESSION.get() or session
+        session_names = names_by_session.setdefault(this_session, set())
         if precheck:
             findings = check_script(code, tools, known=session_names)
             if findings:
@@ -138,7 +148,7 @@ def run_code_tool(
             return await registry.execute(call, parent=parent, abort=abort)
 
         try:
-            outcome = await runner.run(code, session=session, tools=tools, call_tool=call_tool)
+            outcome = await runner.run(code, session=this_session, tools=tools, call_tool=call_tool)
         finally:
             abort.abort("the script ended")
         session_names.update(_names_defined(code))
@@ -161,7 +171,9 @@ def run_code_tool(
         },
         function=run_code,
         output_schema=OUTPUT_SCHEMA,
-        timeout=limits.wall_seconds + RUN_CODE_TIMEOUT_SLACK,
+        # The executor bounds the script's own time and each wait on a tool; a deadline
+        # here would count an approval that takes a minute against the script.
+        timeout=None,
         render=render_success,
         max_content_chars=limits.max_output_chars + 5_000,
     )
@@ -202,4 +214,11 @@ def render_failure(outcome: ScriptOutcome) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RUN_CODE", "bindable_tools", "describe_run_code", "render_failure", "run_code_tool"]
+__all__ = [
+    "RUN_CODE",
+    "SCRIPT_SESSION",
+    "bindable_tools",
+    "describe_run_code",
+    "render_failure",
+    "run_code_tool",
+]

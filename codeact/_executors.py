@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from ._exceptions import ToolError
+from ._exceptions import ErrorCode, ToolError
 from ._json import JsonValue, thaw
-from ._results import ToolExecutionResult
-from ._sandbox import Limits, Sandbox, ScriptOutcome
+from ._results import ToolExecutionResult, failure
+from ._sandbox import Limits, Sandbox, ScriptError, ScriptOutcome
 
 ABORT_GRACE_SECONDS = 2.0
 SCRIPT_THREADS = 256
+MAX_QUEUED_RUNS = 256
+IDLE_SECONDS = 300.0
 
 AsyncToolCaller = Callable[[str, dict[str, JsonValue]], Awaitable[ToolExecutionResult]]
 
@@ -39,6 +44,67 @@ class Executor(Protocol):
     async def aclose(self) -> None: ...
 
 
+class QueueFull(Exception):
+    """A session already has as many runs waiting as it may."""
+
+
+@dataclass(kw_only=True)
+class _Gate:
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    users: int = 0
+
+
+class SessionGates:
+    """One run of a session at a time, in arrival order, with a bound on those waiting.
+
+    Runs of different sessions never wait on each other.
+    """
+
+    def __init__(self, limit: int = MAX_QUEUED_RUNS) -> None:
+        self.limit = limit
+        self._gates: dict[str, _Gate] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, session: str) -> AsyncIterator[None]:
+        gate = self._gates.get(session)
+        if gate is None:
+            gate = self._gates[session] = _Gate()
+        if gate.users > self.limit:
+            raise QueueFull(session)
+        gate.users += 1
+        try:
+            async with gate.lock:  # FIFO: anyio hands a released lock to the first waiter
+                yield
+        finally:
+            gate.users -= 1
+            if gate.users == 0:
+                self._gates.pop(session, None)
+
+
+def queue_full(session: str, limit: int) -> ScriptOutcome:
+    message = (
+        f"session {session!r} already has {limit} runs waiting; "
+        "send the next one when an earlier one has finished"
+    )
+    return ScriptOutcome(error=ScriptError(code=ErrorCode.CODE_RUNTIME_ERROR, message=message))
+
+
+def bounded_tool_caller(call_tool: AsyncToolCaller, limits: Limits) -> AsyncToolCaller:
+    """A tool call from a script waits on the host at most ``limits.tool_wait_seconds``."""
+
+    async def call(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
+        with anyio.move_on_after(limits.tool_wait_seconds):
+            return await call_tool(name, arguments)
+        return failure(
+            "script",
+            name,
+            ErrorCode.TIMEOUT,
+            f"the script waited {limits.tool_wait_seconds:g} s for {name!r} (its tool-wait limit)",
+        )
+
+    return call
+
+
 class InProcessExecutor:
     """Scripts run in a worker thread of this process, under the in-process guards and limits.
 
@@ -52,11 +118,15 @@ class InProcessExecutor:
         self.limits = limits or Limits()
         self.modules = modules
         self._sandboxes: dict[str, Sandbox] = {}
+        self._last_used: dict[str, float] = {}
+        self.idle_seconds = IDLE_SECONDS
         # Scripts wait in their threads for tools that need a thread of their own: one
         # shared limiter would deadlock once every token is held by a waiting script.
         self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
+        self._gates = SessionGates()
 
     def sandbox(self, session: str) -> Sandbox:
+        self._last_used[session] = time.monotonic()
         found = self._sandboxes.get(session)
         if found is None:
             found = self._sandboxes[session] = Sandbox(limits=self.limits, modules=self.modules)
@@ -70,10 +140,24 @@ class InProcessExecutor:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
     ) -> ScriptOutcome:
+        try:
+            async with self._gates.hold(session):
+                return await self._run(source, session, tools, call_tool)
+        except QueueFull:
+            return queue_full(session, self._gates.limit)
+
+    async def _run(
+        self,
+        source: str,
+        session: str,
+        tools: Mapping[str, tuple[str, ...]],
+        call_tool: AsyncToolCaller,
+    ) -> ScriptOutcome:
         sandbox = self.sandbox(session)
+        bounded = bounded_tool_caller(call_tool, self.limits)
 
         def call_from_script(name: str, arguments: dict[str, JsonValue]) -> JsonValue:
-            result: ToolExecutionResult = anyio.from_thread.run(call_tool, name, arguments)  # type: ignore[arg-type]
+            result: ToolExecutionResult = anyio.from_thread.run(bounded, name, arguments)  # type: ignore[arg-type]
             if result.is_error:
                 raise ToolError(result.error.message, result.error.code)
             return thaw(result.value)
@@ -92,10 +176,20 @@ class InProcessExecutor:
             raise
 
     async def reset(self, session: str) -> None:
-        if session in self._sandboxes:  # teardown runs script finalizers: off the event loop
-            await anyio.to_thread.run_sync(self._sandboxes[session].reset, limiter=self._threads)
+        async with self._gates.hold(session):  # after the runs queued before it
+            if session in self._sandboxes:  # teardown runs script finalizers: off the loop
+                sandbox = self._sandboxes[session]
+                await anyio.to_thread.run_sync(sandbox.reset, limiter=self._threads)
+
+    async def reap_idle(self) -> None:
+        """Close the sessions idle for longer than ``idle_seconds``."""
+        now = time.monotonic()
+        for session, used in list(self._last_used.items()):
+            if now - used > self.idle_seconds:
+                await self.close_session(session)
 
     async def close_session(self, session: str) -> None:
+        self._last_used.pop(session, None)
         sandbox = self._sandboxes.pop(session, None)
         if sandbox is not None:
             sandbox.abort()
@@ -106,4 +200,12 @@ class InProcessExecutor:
             await self.close_session(session)
 
 
-__all__ = ["AsyncToolCaller", "Executor", "InProcessExecutor"]
+__all__ = [
+    "AsyncToolCaller",
+    "Executor",
+    "InProcessExecutor",
+    "QueueFull",
+    "SessionGates",
+    "bounded_tool_caller",
+    "queue_full",
+]

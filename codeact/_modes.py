@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
-
 from ._abort import AbortSignal
+from ._background import BackgroundLoop, close_at_exit
 from ._call import ToolCall
-from ._code_mode import RUN_CODE, describe_run_code, run_code_tool
+from ._code_mode import RUN_CODE, SCRIPT_SESSION, describe_run_code, run_code_tool
 from ._discovery import DESCRIBE, SEARCH_TOOLS, discovery_tools
 from ._executors import Executor
 from ._json import JsonValue
@@ -78,8 +77,9 @@ class Runtime:
             modules=self.modules,
         )
         self._scope.register(self._run_code)
-        self._portal: BlockingPortal | None = None
-        self._portal_context: Any = None
+        self._loop: BackgroundLoop | None = None
+        self._finalizer: Any = None
+        self._entered: Any = None
 
     # Advertisement ---------------------------------------------------------------------
 
@@ -139,16 +139,34 @@ class Runtime:
     # Dispatch ----------------------------------------------------------------------------
 
     async def execute(
-        self, call: ToolCall, *, mode: Mode | str | None = None, abort: AbortSignal | None = None
+        self,
+        call: ToolCall,
+        *,
+        mode: Mode | str | None = None,
+        abort: AbortSignal | None = None,
+        session: str | None = None,
     ) -> ToolExecutionResult:
-        """Run a call the advertisement for ``mode`` allows; anything else is UNKNOWN_TOOL."""
+        """Run a call the advertisement for ``mode`` allows; anything else is UNKNOWN_TOOL.
+
+        ``session`` names the script session a ``run_code`` call runs in (its names
+        persist there, apart from every other session's); the runtime's own by default.
+        """
         allowed = self.advertised(mode)
         if call.name not in allowed:
             listed = ", ".join(allowed)
             where = Mode(mode or self.mode)
             message = f"unknown tool {call.name!r} in {where} mode. Available tools: {listed}"
             return failure(call.id, call.name, "UNKNOWN_TOOL", message)
-        return await self._scope.execute(call, abort=abort)
+        token = SCRIPT_SESSION.set(session) if session is not None else None
+        try:
+            return await self._scope.execute(call, abort=abort)
+        finally:
+            if token is not None:
+                SCRIPT_SESSION.reset(token)
+
+    async def close_session(self, session: str) -> None:
+        """Forget a script session: its names, and its worker process if it has one."""
+        await self.executor.close_session(session)
 
     async def execute_many(
         self,
@@ -166,19 +184,44 @@ class Runtime:
         """Close the executor (its worker processes): async users call this."""
         await self.executor.aclose()
 
+    # Lifetimes: ``async with`` and ``with`` start the warm pool and the idle reaper -----
+
+    async def __aenter__(self) -> Runtime:
+        enter = getattr(self.executor, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        leave = getattr(self.executor, "__aexit__", None)
+        if leave is not None:
+            await leave(None, None, None)
+        else:
+            await self.aclose()
+
+    def __enter__(self) -> Runtime:
+        loop = self._blocking()
+        if hasattr(self.executor, "__aenter__"):
+            self._entered = loop.portal.wrap_async_context_manager(self.executor)  # type: ignore[arg-type]
+            self._entered.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     # Sync twins for notebooks and scripts: one background event loop per runtime --------
 
-    def _blocking(self) -> BlockingPortal:
-        if self._portal is None:
-            self._portal_context = start_blocking_portal("asyncio")
-            self._portal = self._portal_context.__enter__()
-        return self._portal
+    def _blocking(self) -> BackgroundLoop:
+        if self._loop is None:
+            self._loop = BackgroundLoop()
+            self._finalizer = close_at_exit(self, _Shutdown(self._loop, self.executor))
+        return self._loop
 
     def execute_sync(
-        self, call: ToolCall, *, mode: Mode | str | None = None
+        self, call: ToolCall, *, mode: Mode | str | None = None, session: str | None = None
     ) -> ToolExecutionResult:
         """``execute`` from synchronous code (works inside a running notebook loop too)."""
-        return self._blocking().call(lambda: self.execute(call, mode=mode))
+        return self._blocking().call(lambda: self.execute(call, mode=mode, session=session))
 
     def execute_many_sync(
         self, calls: Sequence[ToolCall], *, mode: Mode | str | None = None
@@ -186,11 +229,32 @@ class Runtime:
         return self._blocking().call(lambda: self.execute_many(calls, mode=mode))
 
     def close(self) -> None:
-        """Close what the sync twins started: the executor and their event loop."""
-        if self._portal is not None:
-            self._portal.call(self.aclose)
-            self._portal_context.__exit__(None, None, None)
-            self._portal = self._portal_context = None
+        """Close what the sync twins started: the executor and their event loop.
+
+        Optional: a runtime nobody closes is closed when it is collected or when the
+        program exits, whichever comes first.
+        """
+        entered, self._entered = self._entered, None
+        if entered is not None:  # leaves the executor's context: reaper stopped, pool closed
+            entered.__exit__(None, None, None)
+        if self._finalizer is not None:
+            self._finalizer()
+        self._loop = self._finalizer = None
+
+
+class _Shutdown:
+    """What closing a sync runtime does; holds no reference to the runtime itself."""
+
+    def __init__(self, loop: BackgroundLoop, executor: Executor) -> None:
+        self._loop = loop
+        self._executor = executor
+
+    def __call__(self) -> None:
+        try:
+            if self._loop.running:
+                self._loop.call(self._executor.aclose)
+        finally:
+            self._loop.stop()
 
 
 __all__ = ["DEFAULT_LAZY_THRESHOLD", "RESERVED", "Mode", "Runtime"]

@@ -29,9 +29,15 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._exceptions import ErrorCode
-from ._executors import AsyncToolCaller
+from ._executors import (
+    AsyncToolCaller,
+    QueueFull,
+    SessionGates,
+    bounded_tool_caller,
+    queue_full,
+)
 from ._json import thaw
-from ._sandbox import Limits, ScriptError, ScriptOutcome
+from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._worker import outcome_from_json
 
 WARM_WORKERS = 2
@@ -40,7 +46,7 @@ KILL_GRACE_SECONDS = 1.0
 ABORT_GRACE_SECONDS = 1.0
 START_TIMEOUT_SECONDS = 30.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-DEFAULT_MAX_TOOL_CALLS = Limits().max_tool_calls
+FOLDER_PREFIX = "codeact-worker-"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
@@ -88,7 +94,7 @@ class Worker:
         cls, limits: Limits, modules: frozenset[str], options: WorkerOptions | None = None
     ) -> Worker:
         options = options or WorkerOptions()
-        workdir = tempfile.mkdtemp(prefix="codeact-worker-")
+        workdir = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
         environment = {
             "PATH": os.defpath,
             "LANG": "C.UTF-8",
@@ -97,15 +103,19 @@ class Worker:
             "PYTHONNOUSERSITE": "1",
         }
         prefix = [part.replace("{workdir}", workdir) for part in options.prefix]
-        process = await anyio.open_process(
-            [*prefix, sys.executable, "-m", options.module],
-            stdin=-1,
-            stdout=-1,
-            stderr=-3,  # subprocess.DEVNULL
-            cwd=workdir,
-            env=environment,
-            start_new_session=True,
-        )
+        try:
+            process = await anyio.open_process(
+                [*prefix, sys.executable, "-m", options.module],
+                stdin=-1,
+                stdout=-1,
+                stderr=-3,  # subprocess.DEVNULL
+                cwd=workdir,
+                env=environment,
+                start_new_session=True,
+            )
+        except BaseException:  # cancelled or refused before there was a worker to kill
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
         worker = cls(process, workdir)
         try:
             with anyio.fail_after(START_TIMEOUT_SECONDS):
@@ -168,22 +178,30 @@ class Worker:
         source: str,
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
-        wall: float,
-        max_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        limits: Limits,
     ) -> ScriptOutcome:
-        """Run one script; tool calls are answered here until the worker says it is done."""
+        """Run one script; tool calls are answered here until the worker says it is done.
+
+        The deadline is the script's own time: what the host spends answering its tool
+        calls (each bounded by ``limits.tool_wait_seconds``) moves it on. The host
+        records every call it answered, so a worker killed mid-run still reports them.
+        """
         self.last_used = time.monotonic()
-        await self.send(
-            {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
-        )
+        records: list[ToolCallRecord] = []
         try:
-            with anyio.fail_after(wall + KILL_GRACE_SECONDS):
-                return await self._serve(call_tool, max_calls)
+            await self.send(
+                {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
+            )
+            return await self._serve(bounded_tool_caller(call_tool, limits), limits, records)
         except TimeoutError:
             await self.kill()
             return _lost(
-                ErrorCode.CODE_RESOURCE_LIMIT, f"the worker was killed at the {wall:g} s deadline"
+                ErrorCode.CODE_RESOURCE_LIMIT,
+                f"the worker was killed at the {limits.wall_seconds:g} s deadline",
+                records,
             )
+        except WorkerLost as lost:
+            return _lost(ErrorCode.CODE_RUNTIME_ERROR, lost.reason, records)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._abort(call_tool)
@@ -191,34 +209,48 @@ class Worker:
         finally:
             self.last_used = time.monotonic()
 
-    async def _serve(self, call_tool: AsyncToolCaller, max_calls: int) -> ScriptOutcome:
-        calls = 0
+    async def _serve(
+        self, call_tool: AsyncToolCaller, limits: Limits, records: list[ToolCallRecord]
+    ) -> ScriptOutcome:
+        deadline = anyio.current_time() + limits.wall_seconds + KILL_GRACE_SECONDS
         while True:
-            message = await self.receive()
+            with anyio.fail_after(max(deadline - anyio.current_time(), 0)):
+                message = await self.receive()
             if message.get("op") == "done":
                 return outcome_from_json(message["outcome"])
-            if message.get("op") == "call":
-                calls += 1
-                if calls > max_calls:  # counted here: the worker's own count is not trusted
-                    await self.kill()
-                    return _lost(
-                        ErrorCode.CODE_RESOURCE_LIMIT,
-                        f"the script made more than {max_calls:,} tool calls",
-                    )
-                arguments = message.get("arguments")
-                if type(arguments) is not dict:
-                    arguments = {}
-                result = await call_tool(str(message.get("name")), arguments)
-                if result.is_error:
-                    answer = {
-                        "op": "result",
-                        "ok": False,
-                        "code": result.error.code,
-                        "message": result.error.message,
-                    }
-                else:
-                    answer = {"op": "result", "ok": True, "value": thaw(result.value)}
-                await self.send(answer)
+            if message.get("op") != "call":
+                continue
+            if len(records) >= limits.max_tool_calls:  # counted here: the worker is not trusted
+                await self.kill()
+                return _lost(
+                    ErrorCode.CODE_RESOURCE_LIMIT,
+                    f"the script made more than {limits.max_tool_calls:,} tool calls",
+                    records,
+                )
+            arguments = message.get("arguments")
+            if type(arguments) is not dict:
+                arguments = {}
+            name = str(message.get("name"))
+            asked = anyio.current_time()
+            result = await call_tool(name, arguments)
+            deadline += anyio.current_time() - asked  # waiting on the host is not script time
+            records.append(
+                ToolCallRecord(
+                    name=name,
+                    ok=not result.is_error,
+                    code=result.error.code if result.is_error else None,
+                )
+            )
+            if result.is_error:
+                answer = {
+                    "op": "result",
+                    "ok": False,
+                    "code": result.error.code,
+                    "message": result.error.message,
+                }
+            else:
+                answer = {"op": "result", "ok": True, "value": thaw(result.value)}
+            await self.send(answer)
 
     async def _abort(self, call_tool: AsyncToolCaller) -> None:
         """Stop the running script; kill the worker if it does not stop in time."""
@@ -278,9 +310,10 @@ class Worker:
         return f"the worker exited with status {code}"
 
 
-def _lost(code: str, reason: str) -> ScriptOutcome:
+def _lost(code: str, reason: str, calls: Sequence[ToolCallRecord] = ()) -> ScriptOutcome:
     message = f"{reason}; the session's state was lost and a fresh worker will serve the next run"
-    return ScriptOutcome(error=ScriptError(code=code, message=message, kind="WorkerLost"))
+    error = ScriptError(code=code, message=message, kind="WorkerLost")
+    return ScriptOutcome(tool_calls=tuple(calls), error=error)
 
 
 class ProcessExecutor:
@@ -314,8 +347,13 @@ class ProcessExecutor:
         self._sessions: dict[str, Worker] = {}
         self._tasks: anyio.abc.TaskGroup | None = None
         self._refilling = 0
+        self._gates = SessionGates()
+        self._pending_starts = 0
+        self._closed = False
+        self._swept = False
 
     async def __aenter__(self) -> ProcessExecutor:
+        self._closed = False
         self._tasks = await anyio.create_task_group().__aenter__()
         self._refill()
         self._tasks.start_soon(self._reaper)
@@ -339,29 +377,41 @@ class ProcessExecutor:
         call_tool: AsyncToolCaller,
     ) -> ScriptOutcome:
         try:
+            async with self._gates.hold(session):  # one run per session, in arrival order
+                return await self._run(source, session, tools, call_tool)
+        except QueueFull:
+            return queue_full(session, self._gates.limit)
+
+    async def _run(
+        self,
+        source: str,
+        session: str,
+        tools: Mapping[str, tuple[str, ...]],
+        call_tool: AsyncToolCaller,
+    ) -> ScriptOutcome:
+        try:
             worker = await self._worker_for(session)
         except (WorkerLost, OSError, TimeoutError) as error:
             return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
         try:
-            outcome = await worker.run(
-                source, tools, call_tool, self.limits.wall_seconds, self.limits.max_tool_calls
-            )
-        except WorkerLost as lost:
-            outcome = _lost(ErrorCode.CODE_RUNTIME_ERROR, lost.reason)
+            outcome = await worker.run(source, tools, call_tool, self.limits)
+        finally:
+            if worker.dead and self._sessions.get(session) is worker:
+                self._sessions.pop(session, None)
         if worker.dead:
-            self._sessions.pop(session, None)
             await worker.kill()
         self._refill()
         return outcome
 
     async def reset(self, session: str) -> None:
-        worker = self._sessions.get(session)
-        if worker is not None:
-            try:
-                await worker.reset()
-            except WorkerLost:
-                self._sessions.pop(session, None)
-                await worker.kill()
+        async with self._gates.hold(session):
+            worker = self._sessions.get(session)
+            if worker is not None:
+                try:
+                    await worker.reset()
+                except WorkerLost:
+                    self._sessions.pop(session, None)
+                    await worker.kill()
 
     async def close_session(self, session: str) -> None:
         worker = self._sessions.pop(session, None)
@@ -369,11 +419,18 @@ class ProcessExecutor:
             await worker.close()
 
     async def aclose(self) -> None:
-        workers = [*self._sessions.values(), *self._spare]
-        self._sessions.clear()
-        self._spare.clear()
-        for worker in workers:
-            await worker.close()
+        """Close every worker, also those still starting; nothing of ours is left after."""
+        self._closed = True
+        while True:
+            workers = [*self._sessions.values(), *self._spare]
+            self._sessions.clear()
+            self._spare.clear()
+            if not workers and not self._pending_starts:
+                return
+            for worker in workers:
+                await worker.close()
+            if self._pending_starts:  # a start in flight hands its worker over when done
+                await anyio.sleep(0.01)
 
     # Pool ----------------------------------------------------------------------------
 
@@ -382,14 +439,27 @@ class ProcessExecutor:
         return [*self._spare, *self._sessions.values()]
 
     async def _worker_for(self, session: str) -> Worker:
+        """The session's worker; called under the session's gate, so started once."""
         worker = self._sessions.get(session)
         if worker is None or worker.dead:
             worker = self._spare.pop() if self._spare else await self._start()
+            if self._closed:
+                await worker.close()
+                raise WorkerLost("the executor was closed")
             self._sessions[session] = worker
         return worker
 
     async def _start(self) -> Worker:
-        return await Worker.start(self.limits, self.modules, self.options)
+        if self._closed:
+            raise WorkerLost("the executor was closed")
+        if not self._swept:
+            self._swept = True
+            sweep_stale_folders()
+        self._pending_starts += 1
+        try:
+            return await Worker.start(self.limits, self.modules, self.options)
+        finally:
+            self._pending_starts -= 1
 
     def _refill(self) -> None:
         if self._tasks is None:
@@ -400,7 +470,11 @@ class ProcessExecutor:
 
     async def _add_spare(self) -> None:
         try:
-            self._spare.append(await self._start())
+            worker = await self._start()
+            if self._closed:
+                await worker.close()
+            else:
+                self._spare.append(worker)
         except (WorkerLost, OSError, TimeoutError):
             pass  # the next run starts one on demand and reports what went wrong
         finally:
@@ -420,4 +494,32 @@ class ProcessExecutor:
                 await worker.close()
 
 
-__all__ = ["ProcessExecutor", "Worker", "WorkerLost", "WorkerOptions"]
+def sweep_stale_folders(root: str | None = None) -> list[str]:
+    """Remove the folders of workers whose host is gone (killed before it could clean up)."""
+    root = root or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(FOLDER_PREFIX):
+            continue
+        owner = name[len(FOLDER_PREFIX) :].partition("-")[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not _process_exists(int(owner)):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+__all__ = ["ProcessExecutor", "Worker", "WorkerLost", "WorkerOptions", "sweep_stale_folders"]

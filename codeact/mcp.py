@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import uuid
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
@@ -28,6 +29,7 @@ from ._modes import Mode, Runtime
 from ._tool import Tool
 
 RETRY_SECONDS = 1.0
+REQUEST_SESSION = "mcp-request-"
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 ServerSpec = StdioServerParameters | str
@@ -170,7 +172,15 @@ def mcp_server(
 
     async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         call = ToolCall(f"mcp-{next(numbers)}", params.name, dict(params.arguments or {}))
-        result = await runtime.execute(call, mode=mode)
+        session = client_session(context)
+        try:
+            result = await runtime.execute(call, mode=mode, session=session)
+        finally:
+            if session.startswith(REQUEST_SESSION):  # stateless: its session ends with it
+                await runtime.close_session(session)
+            reap = getattr(runtime.executor, "reap_idle", None)
+            if reap is not None:  # clients that went away: their sessions end when idle
+                await reap()
         value = None if result.is_error else thaw(result.value)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.text)],
@@ -179,6 +189,22 @@ def mcp_server(
         )
 
     return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def client_session(context: Any) -> str:
+    """The script session of the MCP client behind a request: one per client, never shared.
+
+    Over streamable HTTP a client of the handshake era is its ``Mcp-Session-Id``; a
+    request without one (the stateless 2026-07-28 era has none) gets a session of its
+    own, closed when it ends. Over stdio the connection is the client.
+    """
+    request = getattr(context, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        session_id = headers.get("mcp-session-id")
+        return f"mcp-http-{session_id}" if session_id else f"{REQUEST_SESSION}{uuid.uuid4().hex}"
+    connection = getattr(getattr(context, "session", None), "_connection", None)
+    return f"mcp-connection-{id(connection)}"
 
 
 async def serve_stdio(server: Server[Any]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Mapping
 
 import anyio
@@ -163,22 +162,23 @@ async def test_tool_gets_a_detached_copy_and_the_result_is_frozen() -> None:
         seen[0].arguments["items"] = ()  # type: ignore[index]
 
 
-async def test_sleeping_sync_tool_times_out_within_half_a_second_of_its_deadline() -> None:
+async def test_a_sleeping_sync_tool_times_out_while_its_body_still_runs() -> None:
     release = threading.Event()
+    finished = threading.Event()
 
     @tool(timeout=0.3)
     def nap() -> None:
         """Sleep until released."""
-        release.wait(5)
+        release.wait(30)
+        finished.set()
 
     registry = ToolRegistry()
     registry.register(nap)
-    started = time.perf_counter()
     result = await registry.execute(ToolCall("c1", "nap", {}))
-    elapsed = time.perf_counter() - started
+    still_running = not finished.is_set()  # the result came at the deadline, not after the body
     release.set()
     assert error_of(result) == ErrorCode.TIMEOUT
-    assert 0.3 <= elapsed < 0.8
+    assert still_running
 
 
 async def test_sleeping_async_tool_times_out() -> None:
@@ -189,10 +189,8 @@ async def test_sleeping_async_tool_times_out() -> None:
 
     registry = ToolRegistry()
     registry.register(wait_forever)
-    started = time.perf_counter()
-    result = await registry.execute(ToolCall("c1", "wait_forever", {}))
+    result = await registry.execute(ToolCall("c1", "wait_forever", {}))  # returns: it was cut
     assert error_of(result) == ErrorCode.TIMEOUT
-    assert time.perf_counter() - started < 0.7
 
 
 async def test_abort_signal_stops_a_running_call_with_aborted() -> None:

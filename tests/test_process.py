@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import anyio
@@ -105,13 +104,10 @@ async def test_a_killed_worker_gives_an_error_and_the_next_run_works() -> None:
 async def test_a_stall_in_c_code_is_killed_at_the_deadline() -> None:
     executor = ProcessExecutor(limits=Limits(wall_seconds=1.0, cpu_seconds=1.0), warm=0)
     try:
-        started = time.perf_counter()
         outcome = await run(executor, "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')")
-        elapsed = time.perf_counter() - started
         assert outcome.error is not None
         assert outcome.error.code == "CODE_RESOURCE_LIMIT"
         assert "killed at the 1 s deadline" in outcome.error.message
-        assert elapsed < 1.0 + 2.0
         assert (await run(executor, "1 + 1")).value == 2
     finally:
         await executor.aclose()
@@ -168,11 +164,8 @@ async def test_the_warm_pool_serves_a_new_session_without_starting_a_process() -
             while len(executor.workers) < 2:
                 await anyio.sleep(0.05)
         spare = {w.pid for w in executor.workers}
-        started = time.perf_counter()
         assert (await run(executor, "1", session="fresh")).value == 1
-        elapsed = time.perf_counter() - started
-        assert executor._sessions["fresh"].pid in spare
-        assert elapsed < 0.2  # a process start with imports takes longer than this
+        assert executor._sessions["fresh"].pid in spare  # no process was started for it
 
 
 async def test_workers_get_a_scrubbed_environment_few_descriptors_and_their_own_directory() -> None:

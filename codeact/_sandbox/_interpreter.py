@@ -373,11 +373,17 @@ class Sandbox:
                 "tool calls", f"the script made more than {run.limits.max_tool_calls:,} tool calls"
             )
         arguments = _bind(name, parameters, args, kwargs)
+        monitor = run.monitor
+        if monitor is not None:
+            monitor.pause()
         try:
             value = run.call_tool(name, arguments)
         except ToolError as error:
             run.tool_calls.append(ToolCallRecord(name=name, ok=False, code=error.code))
             raise ToolError(error.message, error.code) from None
+        finally:
+            if monitor is not None:
+                monitor.resume()
         run.tool_calls.append(ToolCallRecord(name=name, ok=True))
         return value
 
@@ -424,6 +430,9 @@ class Sandbox:
             )
         if tripped is not None:
             message = f"the script exceeded its {tripped} limit"
+            waited = self._run.monitor.waited if self._run and self._run.monitor else 0.0
+            if waited >= 0.001 and tripped.startswith("wall"):
+                message += f" (its {waited:.1f} s waiting for tools did not count)"
             return ScriptError(
                 code=ErrorCode.CODE_RESOURCE_LIMIT,
                 message=message,

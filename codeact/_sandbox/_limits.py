@@ -37,6 +37,9 @@ class Limits:
     max_int_bits: int = 4_000_000
     max_format_width: int = 1_000_000
     max_eager_range: int = 10_000_000
+    # Time one tool call from a script may wait on the host (an approval, a slow tool);
+    # it does not count against wall_seconds, which is the script's own time.
+    tool_wait_seconds: float = 60.0
 
 
 class RunMonitor:
@@ -55,11 +58,25 @@ class RunMonitor:
         self.tripped: str | None = None
         self.tripped_at = 0.0
         self.finished = False
+        self.paused_since: float | None = None
+        self.waited = 0.0
+
+    def pause(self) -> None:
+        """The script waits on the host (a tool call): its wall clock stops."""
+        self.paused_since = time.monotonic()
+
+    def resume(self) -> None:
+        since = self.paused_since
+        if since is not None:
+            waited = time.monotonic() - since
+            self.waited += waited
+            self.deadline += waited
+            self.paused_since = None
 
     def check(self, now: float) -> str | None:
         """The name of the first limit this run is past, if any."""
         limits = self.limits
-        if now >= self.deadline:
+        if self.paused_since is None and now >= self.deadline:
             return f"wall-clock time ({limits.wall_seconds:g} s)"
         used = _read_clock(self.cpu_clock) - self.cpu_start
         if used >= limits.cpu_seconds:
