@@ -8,9 +8,9 @@ import anyio
 
 from codeact._suite.compare import planned_tasks, run_suite
 
-from . import advertisement, confinement, dispatch, executor, interpreter, peers
+from . import advertisement, confinement, dispatch, executor, interpreter, load, peers
 
-for module in (dispatch, interpreter, executor, confinement, advertisement, peers):
+for module in (dispatch, interpreter, executor, confinement, load, advertisement, peers):
     module.main()
     print()
 

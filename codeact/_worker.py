@@ -136,6 +136,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         channel.send({"op": "refused", "confinement": report.to_json()})
         return
     sandbox.memory_baseline = resident_bytes()  # the worker is the session: its whole memory
+    sandbox.teardown_generation = 2
     signal.signal(signal.SIGUSR1, lambda signum, frame: sandbox.abort())
 
     def call_tool(name: str, arguments: dict[str, JsonValue]) -> JsonValue:

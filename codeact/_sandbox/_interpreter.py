@@ -142,6 +142,9 @@ class Sandbox:
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
         self._seed = seed
         self.memory_baseline: int | None = None
+        # The garbage generation teardown collects, watched: all of it in a worker (its
+        # heap is the session's), the young ones in a host (a full pass costs the host).
+        self.teardown_generation = 1
         self._run: _Run | None = None
         self._lock = threading.Lock()
         self.globals: dict[str, Any] = {}
@@ -186,7 +189,7 @@ class Sandbox:
                         if type(value) is types.GeneratorType:
                             value.close()
                     scope.clear()
-                    gc.collect()
+                    gc.collect(self.teardown_generation)
                 except BaseException:
                     scope.clear()
             finally:

@@ -302,3 +302,24 @@ async def test_many_in_process_sessions_calling_sync_tools_at_once_all_finish() 
                 group.start_soon(one, index)
     await executor.aclose()
     assert {i: r.value for i, r in results.items()} == {i: f"token-{i}" for i in range(60)}
+
+
+C_LEVEL = {
+    "nested-maps": "m = [1]\nfor _ in range(1_000_000):\n    m = map(abs, m)\nlist(m)",
+    "quadratic-count": "xs = list(range(200_000))\nsum(map(xs.count, xs))",
+    "huge-gcd": "import math\nmath.gcd(3 ** 2_000_000 + 1, 7 ** 1_400_000 + 3)",
+    "max-over-c-iterator": "max(map(abs, range(10**9)))",
+    "regex-backtracking": "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')",
+}
+
+
+@pytest.mark.parametrize("script", C_LEVEL.values(), ids=C_LEVEL.keys())
+def test_c_level_freezes_and_crashes_are_contained_by_the_process_executor(script: str) -> None:
+    runner = Runner(Limits(wall_seconds=2.0, cpu_seconds=2.0), kind="process")
+    try:
+        outcome = runner(script)
+        assert outcome.error is not None
+        assert outcome.error.code in ("CODE_RESOURCE_LIMIT", "CODE_RUNTIME_ERROR"), outcome.error
+        assert runner("6 * 7").value == 42  # the host and the next run live on
+    finally:
+        runner.close()
