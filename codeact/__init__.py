@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._abort import AbortSignal
     from ._call import ToolCall, parse_arguments
+    from ._code_mode import run_code_tool
+    from ._confine import ConfinementReport
     from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
     from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
+    from ._executors import Executor, InProcessExecutor
     from ._http_models import AnthropicModel, OpenAIChatModel
     from ._invocation import Invocation
     from ._json import FrozenJson, JsonValue
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from ._models import FunctionModel, Model, ModelError, ModelReply, ModelRequest, ScriptedModel
     from ._modes import Mode, Runtime
     from ._policy import Action, Approver, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
+    from ._process import ProcessExecutor
     from ._registry import Disposer, Owner, ToolRegistry
     from ._results import (
         ContentBlock,
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
         ToolExecutionSuccess,
         ToolFailure,
     )
+    from ._sandbox import Limits
     from ._session import JsonlStore, Session
     from ._tool import Tool, tool
 
@@ -41,16 +46,20 @@ _EXPORTS: dict[str, str] = {
     "Agent": "._loop",
     "Approver": "._policy",
     "CodeActError": "._exceptions",
+    "ConfinementReport": "._confine",
     "ContentBlock": "._results",
     "Context": "._loop",
     "DispatchEvent": "._events",
     "Disposer": "._registry",
     "ErrorCode": "._exceptions",
+    "Executor": "._executors",
+    "InProcessExecutor": "._executors",
     "FrozenJson": "._json",
     "FunctionModel": "._models",
     "Invocation": "._invocation",
     "JsonValue": "._json",
     "JsonlStore": "._session",
+    "Limits": "._sandbox",
     "Mode": "._modes",
     "OpenAIChatModel": "._http_models",
     "Model": "._models",
@@ -59,6 +68,7 @@ _EXPORTS: dict[str, str] = {
     "ModelRequest": "._models",
     "Owner": "._registry",
     "Policy": "._policy",
+    "ProcessExecutor": "._process",
     "RetryPolicy": "._loop",
     "Rule": "._policy",
     "RulePolicy": "._policy",
@@ -83,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     "ask": "._policy",
     "deny": "._policy",
     "parse_arguments": "._call",
+    "run_code_tool": "._code_mode",
     "tool": "._tool",
 }
 
@@ -112,16 +123,20 @@ __all__ = [
     "AnthropicModel",
     "Approver",
     "CodeActError",
+    "ConfinementReport",
     "ContentBlock",
     "Context",
     "DispatchEvent",
     "Disposer",
     "ErrorCode",
+    "Executor",
     "FrozenJson",
     "FunctionModel",
+    "InProcessExecutor",
     "Invocation",
     "JsonValue",
     "JsonlStore",
+    "Limits",
     "Mode",
     "Model",
     "ModelError",
@@ -130,6 +145,7 @@ __all__ = [
     "OpenAIChatModel",
     "Owner",
     "Policy",
+    "ProcessExecutor",
     "RetryPolicy",
     "Rule",
     "RulePolicy",
@@ -154,5 +170,6 @@ __all__ = [
     "ask",
     "deny",
     "parse_arguments",
+    "run_code_tool",
     "tool",
 ]
