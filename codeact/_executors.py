@@ -80,6 +80,16 @@ class SessionGates:
             if gate.users == 0:
                 self._gates.pop(session, None)
 
+    async def run(
+        self, session: str, work: Callable[[], Awaitable[ScriptOutcome]]
+    ) -> ScriptOutcome:
+        """``work`` in its turn; a clear error when the session's queue is full."""
+        try:
+            async with self.hold(session):
+                return await work()
+        except QueueFull:
+            return queue_full(session, self.limit)
+
 
 def queue_full(session: str, limit: int) -> ScriptOutcome:
     message = (
@@ -140,11 +150,7 @@ class InProcessExecutor:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
     ) -> ScriptOutcome:
-        try:
-            async with self._gates.hold(session):
-                return await self._run(source, session, tools, call_tool)
-        except QueueFull:
-            return queue_full(session, self._gates.limit)
+        return await self._gates.run(session, lambda: self._run(source, session, tools, call_tool))
 
     async def _run(
         self,

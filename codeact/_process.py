@@ -29,13 +29,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._exceptions import ErrorCode
-from ._executors import (
-    AsyncToolCaller,
-    QueueFull,
-    SessionGates,
-    bounded_tool_caller,
-    queue_full,
-)
+from ._executors import AsyncToolCaller, SessionGates, bounded_tool_caller
 from ._json import thaw
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._worker import outcome_from_json
@@ -376,11 +370,8 @@ class ProcessExecutor:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
     ) -> ScriptOutcome:
-        try:
-            async with self._gates.hold(session):  # one run per session, in arrival order
-                return await self._run(source, session, tools, call_tool)
-        except QueueFull:
-            return queue_full(session, self._gates.limit)
+        # one run per session, in arrival order
+        return await self._gates.run(session, lambda: self._run(source, session, tools, call_tool))
 
     async def _run(
         self,
