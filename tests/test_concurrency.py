@@ -198,28 +198,31 @@ def test_folders_of_a_host_killed_mid_run_are_removed_by_the_next_executor(tmp_p
     assert not folder.exists()
 
 
+def transfer_runtime(kind: str, limits: Limits, registry: ToolRegistry) -> Runtime:
+    @tool
+    def transfer(amount: int) -> str:
+        """Move money."""
+        return f"moved {amount}"
+
+    registry.register(transfer)
+    executor: Executor = (
+        InProcessExecutor(limits=limits)
+        if kind == "inprocess"
+        else ProcessExecutor(limits=limits, warm=0)
+    )
+    return Runtime(registry, mode="code", executor=executor, limits=limits)
+
+
 @pytest.mark.parametrize("kind", EXECUTORS)
 async def test_an_approval_slower_than_the_wall_limit_does_not_kill_the_script(kind: str) -> None:
     limits = Limits(wall_seconds=1.0, cpu_seconds=5.0, tool_wait_seconds=30.0)
-
-    @tool
-    def transfer(amount: int) -> str:
-        """Move money (needs approval)."""
-        return f"moved {amount}"
 
     async def slow_approver(invocation: Any) -> bool:
         await anyio.sleep(1.5)  # a person reading the request: longer than the wall limit
         return True
 
     policy = RulePolicy([Rule(action=Action.ASK, tool="transfer")], approver=slow_approver)
-    registry = ToolRegistry(policy=policy)
-    registry.register(transfer)
-    executor = (
-        InProcessExecutor(limits=limits)
-        if kind == "inprocess"
-        else ProcessExecutor(limits=limits, warm=0)
-    )
-    runtime = Runtime(registry, mode="code", executor=executor, limits=limits)
+    runtime = transfer_runtime(kind, limits, ToolRegistry(policy=policy))
     try:
         result = await runtime.execute(
             ToolCall("1", "run_code", {"code": "[transfer(1), transfer(2)]"})
@@ -234,19 +237,7 @@ async def test_an_approval_slower_than_the_wall_limit_does_not_kill_the_script(k
 async def test_a_script_killed_at_its_deadline_reports_the_calls_it_made(kind: str) -> None:
     limits = Limits(wall_seconds=1.0, cpu_seconds=5.0)
 
-    @tool
-    def transfer(amount: int) -> str:
-        """Move money."""
-        return f"moved {amount}"
-
-    registry = ToolRegistry()
-    registry.register(transfer)
-    executor = (
-        InProcessExecutor(limits=limits)
-        if kind == "inprocess"
-        else ProcessExecutor(limits=limits, warm=0)
-    )
-    runtime = Runtime(registry, mode="code", executor=executor, limits=limits)
+    runtime = transfer_runtime(kind, limits, ToolRegistry())
     script = "transfer(5)\nwhile True:\n    pass"
     if kind == "process":  # a stall in C: only a kill ends it, and the host still knows the calls
         script = "transfer(5)\nimport re\nre.match(r'(a+)+$', 'a' * 40 + 'b')"
