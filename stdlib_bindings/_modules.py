@@ -37,8 +37,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from codeact._exceptions import ToolError
-from codeact._sandbox._errors import LimitExceeded
+from codeact._sandbox._errors import LimitExceeded, SecurityViolation
 from codeact._sandbox._guards import Guards, OpaqueType, ScriptFormatter, ticking, ticking_factory
+from codeact._sandbox._interpreter import SCRIPT_MODULE
 from codeact._sandbox._ownership import SCRIPT_CLASSES, register_base, register_readable
 
 from . import _copy as script_copy
@@ -87,8 +88,43 @@ def _namedtuple(typename: str, field_names: Any, **kwargs: Any) -> type:
     return cls
 
 
+def _on_script_classes(decorate: Callable[..., Any], name: str = "") -> Callable[..., Any]:
+    """A class decorator that writes to the class: only ever onto the script's own."""
+    name = name or decorate.__name__
+
+    def guarded(cls: Any) -> Any:
+        if cls not in SCRIPT_CLASSES:  # a host class is every session's
+            raise SecurityViolation(f"{name} only decorates the script's classes")
+        return decorate(cls)
+
+    return guarded
+
+
+def _dataclass(cls: Any = None, /, **options: Any) -> Any:
+    if cls is None:
+        return lambda target: _dataclass(target, **options)
+    make = _on_script_classes(lambda target: dataclasses.dataclass(target, **options), "dataclass")
+    return make(cls)
+
+
+def _is_script_function(function: Any) -> bool:
+    return (
+        isinstance(function, types.FunctionType)
+        and function.__globals__.get("__name__") == SCRIPT_MODULE.__name__
+    )
+
+
 def _wraps(wrapped: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return functools.wraps(wrapped, assigned=("__name__", "__qualname__", "__doc__"), updated=())
+    copy_names = functools.wraps(
+        wrapped, assigned=("__name__", "__qualname__", "__doc__"), updated=()
+    )
+
+    def decorate(wrapper: Callable[..., Any]) -> Callable[..., Any]:
+        if not _is_script_function(wrapper):  # it sets names on the wrapper: the script's own
+            raise SecurityViolation("functools.wraps only decorates the script's functions")
+        return copy_names(wrapper)
+
+    return decorate
 
 
 def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -204,7 +240,8 @@ def _static_facades() -> dict[str, Facade]:
         "functools": Facade(
             "functools",
             {
-                **pick(functools, "reduce partial lru_cache cache cmp_to_key total_ordering"),
+                **pick(functools, "reduce partial lru_cache cache cmp_to_key"),
+                "total_ordering": _on_script_classes(functools.total_ordering),
                 "wraps": _wraps,
             },
         ),
@@ -284,7 +321,10 @@ def _static_facades() -> dict[str, Facade]:
         "enum": Facade("enum", pick(enum, "Enum IntEnum Flag IntFlag StrEnum auto unique")),
         "dataclasses": Facade(
             "dataclasses",
-            pick(dataclasses, "dataclass field asdict astuple replace fields FrozenInstanceError"),
+            {
+                **pick(dataclasses, "field asdict astuple replace fields FrozenInstanceError"),
+                "dataclass": _dataclass,
+            },
         ),
     }
 

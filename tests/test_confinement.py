@@ -277,6 +277,8 @@ async def test_workers_run_under_an_isolator_given_as_a_command_prefix(
         bwrap,
         "--ro-bind", "/", "/",
         "--tmpfs", "/tmp",
+        "--ro-bind", str(REPO), str(REPO),  # the checkout may itself live under /tmp
+        "--ro-bind", sys.prefix, sys.prefix,
         "--bind", "{workdir}", "{workdir}",
         "--dev", "/dev",
         "--proc", "/proc",

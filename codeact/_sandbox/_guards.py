@@ -6,7 +6,6 @@ import _string  # type: ignore[import-not-found]  # str.format's own field parse
 import builtins
 import collections
 import decimal
-import functools
 import operator
 import re
 import sys
@@ -137,6 +136,8 @@ class Guards:
 
     def method(self, obj: Any, name: str, /, *args: Any, **kwargs: Any) -> Any:
         """``obj.name(*args)`` for the guarded names, checked in one call."""
+        if type(name) is not str or name not in GUARDED_ATTRIBUTES:  # a name from anywhere else
+            raise SecurityViolation(f"{name!r} is not a size-checked method")
         if isinstance(obj, str | bytes | bytearray):
             base = _text_base(obj)  # sizes from the builtin itself: a subclass may lie
             if name in ("format", "format_map"):
@@ -349,13 +350,13 @@ class Guards:
             if obj is not str and not isinstance(obj, str):
                 return None
             if isinstance(obj, type):
-                return getattr(self.formatter, name)  # type: ignore[no-any-return]
-            return functools.partial(getattr(self.formatter, name), obj)
+                return GuardedMethod(getattr(self.formatter, name), name)
+            return GuardedMethod(getattr(self.formatter, name), name, obj)
         if isinstance(obj, type):
             if not issubclass(obj, str | bytes | bytearray):
                 return None
-            return functools.partial(self._unbound_method, obj, name)  # str.ljust(s, n)
-        return functools.partial(self.method, obj, name)
+            return GuardedMethod(self._unbound_method, name, obj, name)  # str.ljust(s, n)
+        return GuardedMethod(self.method, name, obj, name)
 
     def _unbound_method(self, kind: type, name: str, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(obj, kind):
@@ -389,6 +390,30 @@ class Guards:
         return (width, *args[1:]) if args else args
 
 
+class GuardedMethod:
+    """A size-checked method as a script holds it: callable, with nothing to read.
+
+    Not a ``functools.partial``: its ``func`` would hand the script the guard itself,
+    to call with arguments of its own choosing.
+    """
+
+    __slots__ = ("_bound", "_call", "_name")
+
+    def __init__(self, call: Callable[..., Any], name: str, *bound: Any) -> None:
+        self._call = call
+        self._name = name
+        self._bound = bound
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*self._bound, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<built-in method {self._name}>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a method cannot be pickled in scripts")
+
+
 class ScriptFormatter:
     """``string.Formatter`` for scripts, by composition: every field path goes through the guard.
 
@@ -398,6 +423,8 @@ class ScriptFormatter:
     __slots__ = ("_guards",)
 
     def __init__(self, guards: Guards) -> None:
+        if type(guards) is not Guards:  # type(fmt)(x) from a script: x is not a guard
+            raise SecurityViolation("a formatter cannot be made from scripts")
         self._guards = guards
 
     def format(self, template: str, /, *args: Any, **kwargs: Any) -> str:
@@ -654,16 +681,55 @@ def opaque_type(real: type) -> OpaqueType:
     return found
 
 
-def match_guard(guards: Guards) -> Callable[..., bool]:
-    """Keyword class patterns read attributes raw: hold what they read to the guard."""
+class _PatternMeta(type):
+    """Metaclass of a class pattern's stand-in: isinstance asks the guard first."""
 
-    def check(subject: Any, *names: str) -> bool:
-        if type(subject) not in guards.raw:
-            for name in names:
-                guards.getattr(subject, name)
+    _cls: Any
+    _names: tuple[str, ...]
+    _guards: Guards
+
+    def __instancecheck__(cls, subject: Any) -> bool:
+        if not isinstance(subject, cls._cls):
+            return False
+        if type(subject) not in cls._guards.raw:
+            for name in cls._names:  # refused here, before the pattern reads or binds it
+                cls._guards.getattr(subject, name, None)
         return True
 
-    return check
+
+def match_class_guard(guards: Guards) -> Callable[..., type]:
+    """``_match_class_(C, names, positional)``: what a class pattern with sub-patterns matches.
+
+    Builtins that match themselves (``case int(x)``) are returned as they are; any
+    other class is replaced by a stand-in that checks the names the pattern will read.
+    """
+    made: dict[tuple[Any, tuple[str, ...]], type] = {}
+
+    def stand_in(cls: Any, names: tuple[str, ...], positional: int) -> type:
+        if not isinstance(cls, type):
+            raise TypeError("called match pattern must be a class")
+        if not names and cls in _MATCH_SELF:
+            return cls
+        match_args = tuple(getattr(cls, "__match_args__", ()))
+        read = (*names, *match_args[:positional])
+        key = (cls, read)
+        found = made.get(key)
+        if found is None:
+            namespace = {
+                "_cls": cls,
+                "_names": read,
+                "_guards": guards,
+                "__match_args__": match_args,
+            }
+            found = made[key] = _PatternMeta(cls.__name__, (), namespace)
+        return found
+
+    return stand_in
+
+
+_MATCH_SELF = frozenset(
+    {bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple}
+)
 
 
 def _super_of_script(obj: super) -> bool:
@@ -689,11 +755,12 @@ _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 __all__ = [
+    "GuardedMethod",
     "Guards",
     "LongRange",
     "OpaqueType",
     "ScriptFormatter",
-    "match_guard",
+    "match_class_guard",
     "opaque_type",
     "reraise_limits",
     "script_class_factory",

@@ -19,7 +19,7 @@ from ._compiler import SCRIPT_FILENAME, compile_script
 from ._errors import LimitExceeded, SandboxStop, SecurityViolation
 from ._guards import (
     Guards,
-    match_guard,
+    match_class_guard,
     operator_guards,
     reraise_limits,
     script_class_factory,
@@ -319,7 +319,7 @@ class Sandbox:
             "_int_": int,
             "_type_": type,
             "_raw_": guards.raw,
-            "_match_": match_guard(guards),
+            "_match_class_": match_class_guard(guards),
             **self._operator_guards,
         }
 

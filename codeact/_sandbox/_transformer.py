@@ -363,46 +363,33 @@ class CodeActPolicy(RestrictingNodeTransformer):
     # match --------------------------------------------------------------------------
 
     def visit_Match(self, node: ast.Match) -> Any:
-        return self.node_contents_visit(node)
+        node = self.node_contents_visit(node)
+        hoisted: list[ast.stmt] = []
+        for case in node.cases:
+            for pattern in ast.walk(case.pattern):
+                if isinstance(pattern, ast.MatchClass) and (pattern.kwd_attrs or pattern.patterns):
+                    # ``case C(x=v)`` (and ``case C(v)``, through ``C.__match_args__``) reads
+                    # ``subject.x`` raw once isinstance(subject, C) holds. C is replaced by a
+                    # stand-in whose isinstance check first asks the guard whether those
+                    # names may be read on the subject: nothing is read, let alone bound,
+                    # that a guarded read would refuse.
+                    name = self.gen_tmp_name()
+                    names = ast.Tuple([ast.Constant(a) for a in pattern.kwd_attrs], ast.Load())
+                    positional = ast.Constant(len(pattern.patterns))
+                    check = _call("_match_class_", pattern.cls, names, positional)
+                    assign = ast.Assign([ast.Name(name, ast.Store())], check)
+                    copy_locations(assign, node)
+                    hoisted.append(assign)
+                    pattern.cls = ast.Name(name, ast.Load())
+                    copy_locations(pattern.cls, pattern)
+        if not hoisted:
+            return node
+        for statement in hoisted:
+            ast.fix_missing_locations(statement)
+        return [*hoisted, node]
 
     def visit_match_case(self, node: ast.match_case) -> Any:
-        node = self.node_contents_visit(node)
-        checks: list[ast.expr] = []
-        node.pattern = self._capture_keyword_subjects(node.pattern, checks)
-        if checks:
-            # ``case P(x=v)`` reads ``subject.x`` raw: each such subject is captured under
-            # a hidden name and checked, before the body runs, as a guarded read would be.
-            test = checks + ([node.guard] if node.guard is not None else [])
-            node.guard = test[0] if len(test) == 1 else ast.BoolOp(ast.And(), test)
-            ast.fix_missing_locations(node)
-        return node
-
-    def _capture_keyword_subjects(self, pattern: ast.pattern, checks: list[ast.expr]) -> Any:
-        for field, value in ast.iter_fields(pattern):
-            if isinstance(value, ast.pattern):
-                setattr(pattern, field, self._capture_keyword_subjects(value, checks))
-            elif isinstance(value, list):
-                setattr(
-                    pattern,
-                    field,
-                    [
-                        self._capture_keyword_subjects(v, checks)
-                        if isinstance(v, ast.pattern)
-                        else v
-                        for v in value
-                    ],
-                )
-        if isinstance(pattern, ast.MatchOr) and _has_keyword_class(pattern):
-            self.error(pattern, "keyword class patterns are not allowed inside | patterns.")
-            return pattern
-        if isinstance(pattern, ast.MatchClass) and pattern.kwd_attrs:
-            name = self.gen_tmp_name()
-            names = [ast.Constant(a) for a in pattern.kwd_attrs]
-            checks.append(_call("_match_", ast.Name(name, ast.Load()), *names))
-            captured = ast.MatchAs(pattern=pattern, name=name)
-            copy_locations(captured, pattern)
-            return captured
-        return pattern
+        return self.node_contents_visit(node)
 
     def visit_MatchValue(self, node: ast.MatchValue) -> Any:
         return self.node_contents_visit(node)
@@ -430,7 +417,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
 
     def visit_MatchClass(self, node: ast.MatchClass) -> Any:
         # Keyword patterns read attributes without the guard: hold them to the same rules
-        # here, and at run time to the object model (see visit_match_case).
+        # here, and at run time to the object model (see visit_Match).
         for name in node.kwd_attrs:
             if name.startswith("_") or name in FORBIDDEN_ATTRIBUTES:
                 self.error(node, f'"{name}" is not allowed in a class pattern.')
@@ -519,10 +506,6 @@ def _guarded_method_call(call: ast.Call) -> ast.expr:
         copy_locations(made, call)
     ast.fix_missing_locations(result)
     return result
-
-
-def _has_keyword_class(pattern: ast.pattern) -> bool:
-    return any(isinstance(p, ast.MatchClass) and p.kwd_attrs for p in ast.walk(pattern))
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:

@@ -323,3 +323,34 @@ def test_c_level_freezes_and_crashes_are_contained_by_the_process_executor(scrip
         assert runner("6 * 7").value == 42  # the host and the next run live on
     finally:
         runner.close()
+
+
+HOST_WRITES = {
+    "guard-behind-a-method": "f = 'x'.join\nf.func('abc', '__class__')",
+    "pattern-read-kept-by-finally": (
+        "import textwrap\nw = textwrap.TextWrapper()\ntry:\n    match w:\n"
+        "        case object(unicode_whitespace_trans=d):\n            pass\n"
+        "finally:\n    d[10] = 'X'"
+    ),
+    "positional-pattern-read": (
+        "import textwrap\nclass P:\n    pass\n"
+        "match textwrap.TextWrapper():\n    case object(width=w):\n        r = w\nr"
+    ),
+    "total-ordering-on-a-host-class": "import functools, textwrap\nfunctools.total_ordering(textwrap.TextWrapper)",
+    "dataclass-on-a-host-class": "import dataclasses, textwrap\ndataclasses.dataclass(textwrap.TextWrapper)",
+    "wraps-onto-a-host-function": "import functools, json\nfunctools.wraps(len)(json.dumps)",
+    "formatter-over-a-fake-guard": "import string\ntype(string.Formatter())(1)",
+}
+
+
+@pytest.mark.parametrize("script", HOST_WRITES.values(), ids=HOST_WRITES.keys())
+def test_nothing_a_script_does_changes_host_objects(run: Run, script: str) -> None:
+    table = dict(textwrap.TextWrapper.unicode_whitespace_trans)
+    methods = set(vars(textwrap.TextWrapper))
+    outcome = run(script)
+    assert textwrap.TextWrapper.unicode_whitespace_trans == table
+    assert set(vars(textwrap.TextWrapper)) == methods
+    if "positional" in script or "width" in script:
+        assert outcome.error is None or outcome.error.code == "CODE_SECURITY_VIOLATION"
+        return
+    assert outcome.error is not None, outcome.value
