@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._exceptions import ToolError
-from ._guards import Guards, ticking_factory
+from ._guards import Guards, LongRange, ticking_factory
 from ._ownership import register_base, register_readable
 
 _PLAIN = (
@@ -43,7 +43,7 @@ class _GuardedType(type):
         return cls._construct(*args, **kwargs)
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, cls._real)
+        return isinstance(obj, cls._real) or (cls._real is range and type(obj) is LongRange)
 
     def __subclasscheck__(cls, sub: type) -> bool:
         return issubclass(sub, cls._real)
@@ -62,6 +62,7 @@ class _GuardedType(type):
 
 
 register_readable(_GuardedType)
+register_readable(LongRange, names=("start", "stop", "step", "count", "index"))
 register_base(*(getattr(builtins, name) for name in _EXCEPTIONS.split()))
 
 
@@ -99,6 +100,7 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
     )
     for name in ("type", "range", "bytes", "bytearray"):  # type(b"") is bytes, in scripts too
         guards.shown[table[name]._real] = table[name]
+    guards.shown[LongRange] = table["range"]  # a long range is a range, as scripts see it
     return table
 
 

@@ -609,6 +609,10 @@ class ScriptClassFactory:
         if kwargs:
             raise SecurityViolation("class keywords are not allowed in scripts")
         meta = _metaclass_for(bases)
+        if "__hash__" in namespace and any(issubclass(b, _HASHED_BUILTINS) for b in bases):
+            # such a key looks like a host string or number to host caches (strptime's),
+            # which would then run the script's __hash__ and __eq__ in other sessions
+            raise SecurityViolation("a subclass of a builtin value type may not define __hash__")
         if "__exit__" in namespace:
             namespace["__exit__"] = _unswallowing_exit(namespace["__exit__"])
         cls: type = meta(name, bases, namespace)
@@ -727,6 +731,7 @@ def match_class_guard(guards: Guards) -> Callable[..., type]:
     return stand_in
 
 
+_HASHED_BUILTINS = (str, bytes, int, float, complex, tuple, frozenset)
 _MATCH_SELF = frozenset(
     {bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple}
 )

@@ -354,3 +354,20 @@ def test_nothing_a_script_does_changes_host_objects(run: Run, script: str) -> No
         assert outcome.error is None or outcome.error.code == "CODE_SECURITY_VIOLATION"
         return
     assert outcome.error is not None, outcome.value
+
+
+def test_a_string_subclass_cannot_poison_a_host_cache(run: Run) -> None:
+    import datetime
+
+    outcome = run(
+        "import datetime\n"
+        "class Sly(str):\n"
+        "    def __hash__(self):\n"
+        "        return hash('%Y')\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "datetime.datetime.strptime('01', Sly('%m'))"
+    )
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_SECURITY_VIOLATION"
+    assert datetime.datetime.strptime("2024", "%Y").year == 2024

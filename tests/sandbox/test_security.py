@@ -208,12 +208,7 @@ def test_a_rigged_str_subclass_reaches_the_tool_as_a_plain_str(
     run: Callable[[str], ScriptOutcome],
 ) -> None:
     script = (
-        "class Sly(str):\n"
-        "    def __eq__(self, other):\n"
-        "        return True\n"
-        "    def __hash__(self):\n"
-        "        return 0\n"
-        "record(Sly('hello'))"
+        "class Sly(str):\n    def __eq__(self, other):\n        return True\nrecord(Sly('hello'))"
     )
     outcome = run(script)
     assert outcome.value == "str"
