@@ -233,11 +233,14 @@ def _interpreter_paths(extra: Iterable[str]) -> list[str]:
     with contextlib.suppress(OSError), open("/proc/self/maps") as maps:
         for line in maps:
             parts = line.split(maxsplit=5)
-            if len(parts) == 6 and parts[5].startswith("/"):
-                paths.add(os.path.dirname(parts[5].strip()))
+            mapped = parts[5].strip() if len(parts) == 6 else ""
+            if mapped.startswith("/") and os.path.isfile(mapped):  # not memfd:, not deleted
+                paths.add(os.path.dirname(mapped))
     paths.update(_EXTRA_READABLE)
     paths.update(extra)
-    return sorted(p for p in {os.path.realpath(p) for p in paths} if os.path.exists(p))
+    found = {os.path.realpath(p) for p in paths}
+    # Never a top-level folder whole (``/``, ``/usr``, ``/root``): a rule covers all below it.
+    return sorted(p for p in found if os.path.exists(p) and p.count("/") >= 2)
 
 
 def _landlock(libc: ctypes.CDLL, readable: list[str], workdir: str) -> str:
