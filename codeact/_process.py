@@ -211,7 +211,11 @@ class Worker:
             with anyio.fail_after(max(deadline - anyio.current_time(), 0)):
                 message = await self.receive()
             if message.get("op") == "done":
-                return outcome_from_json(message["outcome"])
+                try:
+                    return outcome_from_json(message["outcome"])
+                except (KeyError, TypeError, ValueError, AttributeError):  # not from our worker
+                    await self.kill()
+                    raise WorkerLost("the worker sent an outcome the host could not read") from None
             if message.get("op") != "call":
                 continue
             if len(records) >= limits.max_tool_calls:  # counted here: the worker is not trusted

@@ -63,14 +63,50 @@ def outcome_to_json(outcome: ScriptOutcome) -> dict[str, Any]:
     return asdict(outcome)
 
 
-def outcome_from_json(data: dict[str, Any]) -> ScriptOutcome:
+def outcome_from_json(data: Any) -> ScriptOutcome:
+    """An outcome read from a worker, checked field by field: the worker is not trusted.
+
+    Anything of the wrong shape raises TypeError, and the host treats the worker as lost.
+    """
+    if type(data) is not dict:
+        raise TypeError("an outcome is an object")
     error = data.get("error")
+    calls = data.get("tool_calls", [])
+    if type(calls) is not list:
+        raise TypeError("tool_calls is a list")
     return ScriptOutcome(
         value=data.get("value"),
-        output=data.get("output", ""),
-        tool_calls=tuple(ToolCallRecord(**c) for c in data.get("tool_calls", ())),
-        error=ScriptError(**error) if error else None,
+        output=_typed(data.get("output", ""), str),
+        tool_calls=tuple(
+            ToolCallRecord(
+                name=_typed(c.get("name"), str),
+                ok=_typed(c.get("ok"), bool),
+                code=_typed(c.get("code"), str, optional=True),
+            )
+            for c in calls
+            if type(c) is dict or _typed(c, dict)
+        ),
+        error=None if error is None else _error_from_json(error),
     )
+
+
+def _error_from_json(data: Any) -> ScriptError:
+    if type(data) is not dict:
+        raise TypeError("an error is an object")
+    return ScriptError(
+        code=_typed(data.get("code"), str),
+        message=_typed(data.get("message"), str),
+        kind=_typed(data.get("kind", ""), str),
+        line=_typed(data.get("line"), int, optional=True),
+        source_line=_typed(data.get("source_line"), str, optional=True),
+        hint=_typed(data.get("hint"), str, optional=True),
+    )
+
+
+def _typed(value: Any, kind: type, *, optional: bool = False) -> Any:
+    if (value is None and optional) or type(value) is kind:
+        return value
+    raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
 
 
 class Channel:

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codeact import AbortSignal, ToolCall, ToolExecutionResult, ToolRegistry, tool
 from codeact._code_mode import RUN_CODE, run_code_tool
 from codeact._process import ProcessExecutor
 from codeact._sandbox import Limits, ScriptOutcome
+from codeact._worker import outcome_from_json
 
 pytestmark = pytest.mark.anyio
 
@@ -205,3 +208,41 @@ async def test_idle_workers_are_reaped() -> None:
         assert worker.process.returncode is not None
     finally:
         await executor.aclose()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+outcome_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "value": json_values,
+        "output": json_values,
+        "tool_calls": st.lists(
+            st.dictionaries(st.sampled_from(["name", "ok", "code", "x"]), json_values)
+        )
+        | json_values,
+        "error": st.dictionaries(
+            st.sampled_from(["code", "message", "kind", "line", "hint", "x"]), json_values
+        )
+        | json_values,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(outcome_like | json_values)
+def test_an_outcome_from_a_worker_is_read_or_refused_never_half_read(data: object) -> None:
+    """A worker is not trusted: anything but a well-formed outcome is a TypeError, nothing else."""
+    try:
+        outcome = outcome_from_json(data)
+    except TypeError:
+        return
+    assert isinstance(outcome.output, str)
+    assert all(isinstance(c.name, str) and isinstance(c.ok, bool) for c in outcome.tool_calls)
+    if outcome.error is not None:
+        assert isinstance(outcome.error.message, str)
