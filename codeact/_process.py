@@ -31,6 +31,7 @@ from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._exceptions import ErrorCode
 from ._executors import AsyncToolCaller, SessionGates, bounded_tool_caller
 from ._json import thaw
+from ._results import failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._worker import outcome_from_json
 
@@ -186,7 +187,8 @@ class Worker:
             await self.send(
                 {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
             )
-            return await self._serve(bounded_tool_caller(call_tool, limits), limits, records)
+            caller = bounded_tool_caller(call_tool, limits)
+            return await self._serve(caller, limits, records, frozenset(tools))
         except TimeoutError:
             await self.kill()
             return _lost(
@@ -204,7 +206,11 @@ class Worker:
             self.last_used = time.monotonic()
 
     async def _serve(
-        self, call_tool: AsyncToolCaller, limits: Limits, records: list[ToolCallRecord]
+        self,
+        call_tool: AsyncToolCaller,
+        limits: Limits,
+        records: list[ToolCallRecord],
+        bound: frozenset[str],
     ) -> ScriptOutcome:
         deadline = anyio.current_time() + limits.wall_seconds + KILL_GRACE_SECONDS
         while True:
@@ -230,7 +236,10 @@ class Worker:
                 arguments = {}
             name = str(message.get("name"))
             asked = anyio.current_time()
-            result = await call_tool(name, arguments)
+            if name in bound:
+                result = await call_tool(name, arguments)
+            else:  # only the tools this run bound: the worker is not trusted to ask for others
+                result = failure("script", name, ErrorCode.UNKNOWN_TOOL, f"{name!r} is not bound")
             deadline += anyio.current_time() - asked  # waiting on the host is not script time
             records.append(
                 ToolCallRecord(
