@@ -614,18 +614,24 @@ def _is_small_check(name: str) -> ast.expr:
 
 
 def _is_small_int(left: ast.expr, right: ast.expr) -> bool:
-    """``x * 2``: a small literal factor grows a sequence by at most that much.
+    """Products that cannot build a large object, proven at compile time.
 
-    Only once: in ``'a' * 64 * 64 * 64`` every factor is small and the product is not,
-    so a factor whose other side is itself a product keeps its guard.
+    A float factor never repeats a sequence (``seq * 2.0`` is a TypeError). A small int
+    factor is safe only beside a literal (``'-' * 40``, ``[0] * 8``): beside a name it
+    could repeat a sequence of ten million items, which the int proof or the guard
+    handles instead. In ``'a' * 64 * 64 * 64`` the literal side is itself a product, so
+    it keeps its guard.
     """
     for factor, other in ((left, right), (right, left)):
-        if (
-            isinstance(factor, ast.Constant)
-            and isinstance(factor.value, int | float)
-            and abs(factor.value) <= SMALL_FACTOR
-            and not _contains_product(other)
-        ):
+        if not isinstance(factor, ast.Constant) or type(factor.value) not in (int, float):
+            continue
+        if type(factor.value) is float:
+            return True
+        literal = isinstance(other, ast.Constant) or (
+            isinstance(other, ast.List | ast.Tuple)
+            and not any(isinstance(e, ast.Starred) for e in other.elts)  # [*xs] is unbounded
+        )
+        if literal and abs(factor.value) <= SMALL_FACTOR and not _contains_product(other):
             return True
     return False
 

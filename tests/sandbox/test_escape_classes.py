@@ -371,3 +371,17 @@ def test_a_string_subclass_cannot_poison_a_host_cache(run: Run) -> None:
     assert outcome.error is not None
     assert outcome.error.code == "CODE_SECURITY_VIOLATION"
     assert datetime.datetime.strptime("2024", "%Y").year == 2024
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["x = [0] * 10**7\nx * 10", "xs = [0] * 10**7\n[*xs] * 64", "x = 'a' * 10**7\n2 * x"],
+    ids=["name-times-small-int", "starred-literal", "small-int-times-name"],
+)
+def test_a_small_literal_factor_beside_a_large_sequence_is_still_sized(
+    run: Run, script: str
+) -> None:
+    outcome = run(script)
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert "limit 10,000,000" in outcome.error.message
