@@ -5,7 +5,10 @@ module, touches files, processes, the network or the clock's sleep; anything tha
 evaluates strings as code (``typing.get_type_hints``); anything that reads
 attributes by name behind the guard's back (``operator.attrgetter``,
 ``functools.update_wrapper`` with custom names); ``collections.UserString`` and
-``string.Formatter`` (format-string traversal), and ``uuid.uuid1`` (host identity).
+``string.Formatter`` (format-string traversal), ``uuid.uuid1`` (host identity) and
+``re.purge`` (it clears the pattern cache every session shares). ``typing`` and ``copy``
+are the sandbox's own (``_typing.py``, ``_copy.py``), and class decorators that write to
+a class (``dataclass``, ``total_ordering``, ``wraps``) only ever write to the script's.
 """
 
 from __future__ import annotations
@@ -448,7 +451,7 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
 def _re_members(guards: Guards) -> dict[str, Any]:
     members = pick(
         re,
-        "compile match search fullmatch findall finditer split escape purge error Pattern Match "
+        "compile match search fullmatch findall finditer split escape error Pattern Match "
         "IGNORECASE I MULTILINE M DOTALL S VERBOSE X ASCII A UNICODE U NOFLAG",
     )
 
