@@ -13,8 +13,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from codeact import Mode, Runtime, ToolRegistry, tool
-from codeact._executors import InProcessExecutor
+from codeact import InProcessExecutor, Mode, Runtime, ToolRegistry, tool
 from codeact._providers import calls_from_openai_chat, openai_chat_results, openai_chat_tools
 
 MAX_STEPS = 8

@@ -23,6 +23,7 @@ from codeact._json import thaw
 from codeact._policy import Action, Rule, RulePolicy
 from codeact._process import FOLDER_PREFIX, ProcessExecutor
 from codeact._sandbox import Limits
+from tests.hosts import start_host, wait_until_listening
 
 pytestmark = pytest.mark.anyio
 REPO = Path(__file__).resolve().parent.parent
@@ -164,10 +165,8 @@ def test_a_runtime_is_a_context_manager_that_starts_the_warm_pool() -> None:
 
 
 def test_folders_of_a_host_killed_mid_run_are_removed_by_the_next_executor(tmp_path: Path) -> None:
-    script = tmp_path / "host.py"
-    script.write_text(
-        "import anyio, sys\n"
-        f"sys.path.insert(0, {str(REPO)!r})\n"
+    body = (
+        "import anyio\n"
         "from codeact._process import ProcessExecutor\n"
         "async def main():\n"
         "    executor = ProcessExecutor(warm=0)\n"
@@ -178,7 +177,7 @@ def test_folders_of_a_host_killed_mid_run_are_removed_by_the_next_executor(tmp_p
         "    await anyio.sleep(120)\n"
         "anyio.run(main)\n"
     )
-    with subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True) as host:
+    with start_host(tmp_path, body) as host:
         assert host.stdout is not None
         folder = Path(host.stdout.readline().strip())
         assert folder.is_dir()
@@ -261,13 +260,7 @@ async def test_two_mcp_clients_over_http_each_have_their_own_script_session() ->
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        with anyio.fail_after(60):
-            while True:
-                try:
-                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    await anyio.sleep(0.1)
+        await wait_until_listening(port)
         async with Client(url) as first, Client(url) as second:
 
             async def run(client: Client, code: str) -> Any:

@@ -27,6 +27,7 @@ import pytest
 from codeact._confine import REQUIRED_LAYERS
 from codeact._process import ProcessExecutor, Worker, WorkerLost, WorkerOptions
 from codeact._sandbox import Limits
+from tests.hosts import start_host
 
 pytestmark = [
     pytest.mark.anyio,
@@ -206,10 +207,8 @@ async def test_scripts_still_run_and_import_what_they_need_once_confined() -> No
 
 def test_a_worker_dies_with_its_host(tmp_path: Path) -> None:
     """A host killed outright: its worker gets SIGKILL from the kernel, not an orphan's life."""
-    script = tmp_path / "host.py"
-    script.write_text(
-        "import anyio, os, sys\n"
-        f"sys.path.insert(0, {str(REPO)!r})\n"
+    body = (
+        "import anyio\n"
         "from codeact._process import Worker\n"
         "from codeact._sandbox import Limits\n"
         "async def main():\n"
@@ -218,7 +217,7 @@ def test_a_worker_dies_with_its_host(tmp_path: Path) -> None:
         "    await anyio.sleep(120)\n"
         "anyio.run(main)\n"
     )
-    with subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True) as host:
+    with start_host(tmp_path, body) as host:
         assert host.stdout is not None
         worker_pid = int(host.stdout.readline())
         assert _alive(worker_pid)

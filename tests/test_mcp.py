@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from codeact import Mode, Runtime, ToolCall, ToolRegistry
 from codeact._executors import InProcessExecutor
 from codeact.mcp import MCPConnection
+from tests.hosts import wait_until_listening
 
 pytestmark = pytest.mark.anyio
 BIN = Path(sys.executable).parent
@@ -182,13 +183,7 @@ async def test_tools_bind_over_streamable_http_from_our_server() -> None:
         env={**os.environ, "PYTHONPATH": str(TESTS)},
     )
     try:
-        with anyio.fail_after(30):
-            while True:
-                try:
-                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    await anyio.sleep(0.1)
+        await wait_until_listening(port)
         async with MCPConnection(f"http://127.0.0.1:{port}/mcp", prefix="remote_") as connection:
             runtime = await bound(connection)
             assert runtime.registry.names() == ["remote_double"]
