@@ -623,15 +623,16 @@ def _is_small_int(left: ast.expr, right: ast.expr) -> bool:
     it keeps its guard.
     """
     for factor, other in ((left, right), (right, left)):
-        if not isinstance(factor, ast.Constant) or type(factor.value) not in (int, float):
-            continue
-        if type(factor.value) is float:
+        value = factor.value if isinstance(factor, ast.Constant) else None
+        if type(value) is float:
             return True
+        if type(value) is not int:
+            continue
         literal = isinstance(other, ast.Constant) or (
             isinstance(other, ast.List | ast.Tuple)
             and not any(isinstance(e, ast.Starred) for e in other.elts)  # [*xs] is unbounded
         )
-        if literal and abs(factor.value) <= SMALL_FACTOR and not _contains_product(other):
+        if literal and abs(int(value)) <= SMALL_FACTOR and not _contains_product(other):
             return True
     return False
 
