@@ -25,6 +25,17 @@ if TYPE_CHECKING:
     from ._modes import Mode, Runtime
     from ._policy import Action, Approver, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
     from ._process import ProcessExecutor
+    from ._providers import (
+        anthropic_results,
+        anthropic_tools,
+        calls_from_anthropic,
+        calls_from_openai_chat,
+        calls_from_openai_responses,
+        openai_chat_results,
+        openai_chat_tools,
+        openai_responses_results,
+        openai_responses_tools,
+    )
     from ._registry import Disposer, Owner, ToolRegistry
     from ._results import (
         ContentBlock,
@@ -93,6 +104,15 @@ _EXPORTS: dict[str, str] = {
     "ask": "._policy",
     "deny": "._policy",
     "parse_arguments": "._call",
+    "anthropic_results": "._providers",
+    "anthropic_tools": "._providers",
+    "calls_from_anthropic": "._providers",
+    "calls_from_openai_chat": "._providers",
+    "calls_from_openai_responses": "._providers",
+    "openai_chat_results": "._providers",
+    "openai_chat_tools": "._providers",
+    "openai_responses_results": "._providers",
+    "openai_responses_tools": "._providers",
     "run_code_tool": "._code_mode",
     "tool": "._tool",
 }
@@ -167,8 +187,17 @@ __all__ = [
     "UsageError",
     "Verdict",
     "allow",
+    "anthropic_results",
+    "anthropic_tools",
     "ask",
+    "calls_from_anthropic",
+    "calls_from_openai_chat",
+    "calls_from_openai_responses",
     "deny",
+    "openai_chat_results",
+    "openai_chat_tools",
+    "openai_responses_results",
+    "openai_responses_tools",
     "parse_arguments",
     "run_code_tool",
     "tool",

@@ -13,8 +13,16 @@ from typing import Any
 
 from openai import OpenAI
 
-from codeact import InProcessExecutor, Mode, Runtime, ToolRegistry, tool
-from codeact._providers import calls_from_openai_chat, openai_chat_results, openai_chat_tools
+from codeact import (
+    InProcessExecutor,
+    Mode,
+    Runtime,
+    ToolRegistry,
+    calls_from_openai_chat,
+    openai_chat_results,
+    openai_chat_tools,
+    tool,
+)
 
 MAX_STEPS = 8
 

@@ -22,7 +22,7 @@ CELLS = [
     (
         "code",
         "import anyio\n"
-        "from codeact._suite.compare import planned_tasks, run_suite, table\n\n"
+        "from codeact.suite import planned_tasks, run_suite, table\n\n"
         "tokenizer_name, results = await run_suite(planned_tasks())\n"
         "print('tokens:', tokenizer_name)\n"
         "print(table(results))",
