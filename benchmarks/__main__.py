@@ -8,9 +8,9 @@ import anyio
 
 from codeact._suite.compare import planned_tasks, run_suite
 
-from . import advertisement, confinement, dispatch, executor, interpreter, load, peers
+from . import advertisement, confinement, dispatch, executor, gather, interpreter, load, peers
 
-for module in (dispatch, interpreter, executor, confinement, load, advertisement, peers):
+for module in (dispatch, interpreter, executor, gather, confinement, load, advertisement, peers):
     module.main()
     print()
 

@@ -70,7 +70,9 @@ def describe_run_code(
         "call it with positional or keyword arguments and use what it returns. "
         "A failed call raises ToolError (with .code and .message), which the script may catch. "
         "The value of the last expression is returned as the result, with everything printed. "
-        "Names you define persist to the next run_code call.",
+        "Names you define persist to the next run_code call. "
+        "To run calls concurrently, await them together: "
+        "await asyncio.gather(*(tool(x) for x in xs)).",
         f"Importable modules: {', '.join(sorted(modules))}.",
         f"Limits: {limits.wall_seconds:g} s of script time (waiting for a tool does not "
         f"count; each call may wait {limits.tool_wait_seconds:g} s), {limits.max_tool_calls} "
@@ -147,8 +149,29 @@ def run_code_tool(
             call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, arguments)
             return await registry.execute(call, parent=parent, abort=abort)
 
+        async def call_tools(
+            batch: list[tuple[str, dict[str, JsonValue]]],
+        ) -> list[ToolExecutionResult]:
+            calls = [
+                ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, arguments)
+                for name, arguments in batch
+            ]
+            return await registry.execute_many(
+                calls,
+                parent=parent,
+                abort=abort,
+                max_concurrent=limits.max_concurrent_tool_calls,
+                wait_seconds=limits.tool_wait_seconds,
+            )
+
         try:
-            outcome = await runner.run(code, session=this_session, tools=tools, call_tool=call_tool)
+            outcome = await runner.run(
+                code,
+                session=this_session,
+                tools=tools,
+                call_tool=call_tool,
+                call_tools=call_tools,
+            )
         finally:
             abort.abort("the script ended")
         session_names.update(_names_defined(code))

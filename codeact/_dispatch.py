@@ -320,16 +320,31 @@ async def execute_many(
     *,
     parent: str | None = None,
     abort: AbortSignal | None = None,
+    max_concurrent: int | None = None,
+    wait_seconds: float | None = None,
 ) -> list[ToolExecutionResult]:
-    """Concurrency-safe neighbours run together, the others alone, results in call order."""
+    """Concurrency-safe neighbours run together, the others alone, results in call order.
+
+    ``max_concurrent`` caps how many run at once; ``wait_seconds`` is how long the caller
+    waits for each (a script's tool-wait limit): past it, that call ends as TIMEOUT.
+    """
     results: list[ToolExecutionResult | None] = [None] * len(calls)
+    slots = anyio.CapacityLimiter(max_concurrent) if max_concurrent else None
     for group in _groups(registry, calls):
         if abort is not None and abort.aborted:
             break
         async with anyio.create_task_group() as tasks:
             for index in group:
                 tasks.start_soon(
-                    _execute_into, registry, calls[index], parent, abort, results, index
+                    _execute_into,
+                    registry,
+                    calls[index],
+                    parent,
+                    abort,
+                    results,
+                    index,
+                    slots,
+                    wait_seconds,
                 )
     return [
         result if result is not None else _never_dispatched(registry, call, parent, abort)
@@ -344,8 +359,15 @@ async def _execute_into(
     abort: AbortSignal | None,
     results: list[ToolExecutionResult | None],
     index: int,
+    slots: anyio.CapacityLimiter | None = None,
+    wait_seconds: float | None = None,
 ) -> None:
-    results[index] = await execute(registry, call, parent=parent, abort=abort)
+    async with slots if slots is not None else contextlib.nullcontext():
+        with anyio.move_on_after(wait_seconds if wait_seconds is not None else math.inf):
+            results[index] = await execute(registry, call, parent=parent, abort=abort)
+            return
+    message = f"the script waited {wait_seconds:g} s for {call.name!r} (its tool-wait limit)"
+    results[index] = failure(call.id, call.name, ErrorCode.TIMEOUT, message)
 
 
 def _groups(registry: ToolRegistry, calls: Sequence[ToolCall]) -> list[list[int]]:

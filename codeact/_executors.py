@@ -6,7 +6,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.from_thread
@@ -23,6 +23,10 @@ MAX_QUEUED_RUNS = 256
 IDLE_SECONDS = 300.0
 
 AsyncToolCaller = Callable[[str, dict[str, JsonValue]], Awaitable[ToolExecutionResult]]
+# The calls a script's async code made together, answered together, in order.
+AsyncBatchCaller = Callable[
+    [list[tuple[str, dict[str, JsonValue]]]], Awaitable[list[ToolExecutionResult]]
+]
 
 
 class Executor(Protocol):
@@ -35,6 +39,7 @@ class Executor(Protocol):
         session: str,
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
+        call_tools: AsyncBatchCaller | None = None,
     ) -> ScriptOutcome: ...
 
     async def reset(self, session: str) -> None: ...
@@ -115,6 +120,40 @@ def bounded_tool_caller(call_tool: AsyncToolCaller, limits: Limits) -> AsyncTool
     return call
 
 
+def bounded_batch_caller(
+    call_tool: AsyncToolCaller, call_tools: AsyncBatchCaller | None, limits: Limits
+) -> AsyncBatchCaller:
+    """A batch of calls from async code: ``call_tools`` when the caller has one (it applies
+    the registry's concurrency rules), else each call through ``call_tool``, at most
+    ``limits.max_concurrent_tool_calls`` at a time; every call waits at most the tool-wait limit.
+    """
+    bounded = bounded_tool_caller(call_tool, limits)
+
+    async def batch(calls: list[tuple[str, dict[str, JsonValue]]]) -> list[ToolExecutionResult]:
+        if call_tools is not None:
+            return list(await call_tools(calls))
+        results: list[ToolExecutionResult | None] = [None] * len(calls)
+        slots = anyio.CapacityLimiter(max(limits.max_concurrent_tool_calls, 1))
+
+        async def one(index: int, name: str, arguments: dict[str, JsonValue]) -> None:
+            async with slots:
+                results[index] = await bounded(name, arguments)
+
+        async with anyio.create_task_group() as tasks:
+            for index, (name, arguments) in enumerate(calls):
+                tasks.start_soon(one, index, name, arguments)
+        return [r for r in results if r is not None]
+
+    return batch
+
+
+def answer_of(result: ToolExecutionResult) -> JsonValue | ToolError:
+    """What a script receives for one call: the value, or the error it raises."""
+    if result.is_error:
+        return ToolError(result.error.message, result.error.code)
+    return thaw(result.value)
+
+
 class InProcessExecutor:
     """Scripts run in a worker thread of this process, under the in-process guards and limits.
 
@@ -149,8 +188,11 @@ class InProcessExecutor:
         session: str,
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
+        call_tools: AsyncBatchCaller | None = None,
     ) -> ScriptOutcome:
-        return await self._gates.run(session, lambda: self._run(source, session, tools, call_tool))
+        return await self._gates.run(
+            session, lambda: self._run(source, session, tools, call_tool, call_tools)
+        )
 
     async def _run(
         self,
@@ -158,18 +200,45 @@ class InProcessExecutor:
         session: str,
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
+        call_tools: AsyncBatchCaller | None,
     ) -> ScriptOutcome:
         sandbox = self.sandbox(session)
         bounded = bounded_tool_caller(call_tool, self.limits)
+        batch = bounded_batch_caller(call_tool, call_tools, self.limits)
+        # The host's side of the calls in flight: they run as tasks of their own (the
+        # script waits in its thread), so a cancelled run cancels them by name.
+        in_flight: set[anyio.CancelScope] = set()
+
+        async def cancellable(work: Callable[[], Awaitable[Any]], names: list[str]) -> Any:
+            with anyio.CancelScope() as scope:
+                in_flight.add(scope)
+                try:
+                    return await work()
+                finally:
+                    in_flight.discard(scope)
+            return [failure("script", n, ErrorCode.ABORTED, "the run was cancelled") for n in names]
+
+        def batch_from_script(calls: list[tuple[str, dict[str, JsonValue]]]) -> list[object]:
+            names = [name for name, _ in calls]
+            results: list[ToolExecutionResult] = anyio.from_thread.run(
+                cancellable, lambda: batch(calls), names
+            )
+            return [answer_of(result) for result in results]
 
         def call_from_script(name: str, arguments: dict[str, JsonValue]) -> JsonValue:
-            result: ToolExecutionResult = anyio.from_thread.run(bounded, name, arguments)  # type: ignore[arg-type]
-            if result.is_error:
-                raise ToolError(result.error.message, result.error.code)
-            return thaw(result.value)
+            async def one() -> list[ToolExecutionResult]:
+                return [await bounded(name, arguments)]
+
+            results: list[ToolExecutionResult] = anyio.from_thread.run(cancellable, one, [name])
+            answer = answer_of(results[0])
+            if isinstance(answer, ToolError):
+                raise answer
+            return answer
 
         def run_script() -> ScriptOutcome:
-            return sandbox.run(source, tools=tools, call_tool=call_from_script)
+            return sandbox.run(
+                source, tools=tools, call_tool=call_from_script, call_tools=batch_from_script
+            )
 
         try:
             return await anyio.to_thread.run_sync(
@@ -177,6 +246,8 @@ class InProcessExecutor:
             )
         except anyio.get_cancelled_exc_class():
             sandbox.abort()
+            for scope in list(in_flight):  # each call in flight ends as ABORTED
+                scope.cancel()
             with anyio.CancelScope(shield=True):  # let the script unwind before we go on
                 await anyio.to_thread.run_sync(sandbox.wait_idle, ABORT_GRACE_SECONDS)
             raise
@@ -207,11 +278,14 @@ class InProcessExecutor:
 
 
 __all__ = [
+    "AsyncBatchCaller",
     "AsyncToolCaller",
     "Executor",
     "InProcessExecutor",
     "QueueFull",
     "SessionGates",
+    "answer_of",
+    "bounded_batch_caller",
     "bounded_tool_caller",
     "queue_full",
 ]

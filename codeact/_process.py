@@ -29,9 +29,15 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._exceptions import ErrorCode
-from ._executors import AsyncToolCaller, SessionGates, bounded_tool_caller
-from ._json import thaw
-from ._results import failure
+from ._executors import (
+    AsyncBatchCaller,
+    AsyncToolCaller,
+    SessionGates,
+    bounded_batch_caller,
+    bounded_tool_caller,
+)
+from ._json import JsonValue, thaw
+from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._worker import outcome_from_json
 
@@ -174,6 +180,7 @@ class Worker:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
         limits: Limits,
+        call_tools: AsyncBatchCaller | None = None,
     ) -> ScriptOutcome:
         """Run one script; tool calls are answered here until the worker says it is done.
 
@@ -188,7 +195,8 @@ class Worker:
                 {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
             )
             caller = bounded_tool_caller(call_tool, limits)
-            return await self._serve(caller, limits, records, frozenset(tools))
+            batch = bounded_batch_caller(call_tool, call_tools, limits)
+            return await self._serve(caller, batch, limits, records, frozenset(tools))
         except TimeoutError:
             await self.kill()
             return _lost(
@@ -208,6 +216,7 @@ class Worker:
     async def _serve(
         self,
         call_tool: AsyncToolCaller,
+        call_tools: AsyncBatchCaller,
         limits: Limits,
         records: list[ToolCallRecord],
         bound: frozenset[str],
@@ -216,48 +225,66 @@ class Worker:
         while True:
             with anyio.fail_after(max(deadline - anyio.current_time(), 0)):
                 message = await self.receive()
-            if message.get("op") == "done":
+            op = message.get("op")
+            if op == "done":
                 try:
                     return outcome_from_json(message["outcome"])
                 except (KeyError, TypeError, ValueError, AttributeError):  # not from our worker
                     await self.kill()
                     raise WorkerLost("the worker sent an outcome the host could not read") from None
-            if message.get("op") != "call":
+            if op == "call":
+                calls = [_asked_call(message)]
+            elif op == "calls" and type(message.get("calls")) is list:
+                calls = [_asked_call(c) for c in message["calls"] if type(c) is dict]
+            else:
                 continue
-            if len(records) >= limits.max_tool_calls:  # counted here: the worker is not trusted
+            if len(records) + len(calls) > limits.max_tool_calls:  # the worker is not trusted
                 await self.kill()
                 return _lost(
                     ErrorCode.CODE_RESOURCE_LIMIT,
                     f"the script made more than {limits.max_tool_calls:,} tool calls",
                     records,
                 )
-            arguments = message.get("arguments")
-            if type(arguments) is not dict:
-                arguments = {}
-            name = str(message.get("name"))
             asked = anyio.current_time()
-            if name in bound:
-                result = await call_tool(name, arguments)
-            else:  # only the tools this run bound: the worker is not trusted to ask for others
-                result = failure("script", name, ErrorCode.UNKNOWN_TOOL, f"{name!r} is not bound")
-            deadline += anyio.current_time() - asked  # waiting on the host is not script time
-            records.append(
-                ToolCallRecord(
-                    name=name,
-                    ok=not result.is_error,
-                    code=result.error.code if result.is_error else None,
-                )
+            results = await self._answer(
+                calls, bound, call_tool if op == "call" else None, call_tools
             )
-            if result.is_error:
-                answer = {
-                    "op": "result",
-                    "ok": False,
-                    "code": result.error.code,
-                    "message": result.error.message,
-                }
+            deadline += anyio.current_time() - asked  # waiting on the host is not script time
+            for (name, _), result in zip(calls, results, strict=True):
+                records.append(
+                    ToolCallRecord(
+                        name=name,
+                        ok=not result.is_error,
+                        code=result.error.code if result.is_error else None,
+                    )
+                )
+            answers = [_answer_json(result) for result in results]
+            if op == "call":
+                await self.send(answers[0])
             else:
-                answer = {"op": "result", "ok": True, "value": thaw(result.value)}
-            await self.send(answer)
+                await self.send({"op": "results", "results": answers})
+
+    async def _answer(
+        self,
+        calls: list[tuple[str, dict[str, JsonValue]]],
+        bound: frozenset[str],
+        call_tool: AsyncToolCaller | None,
+        call_tools: AsyncBatchCaller,
+    ) -> list[ToolExecutionResult]:
+        """Only the tools this run bound: the worker is not trusted to ask for others."""
+        wanted = [i for i, (name, _) in enumerate(calls) if name in bound]
+        results: list[ToolExecutionResult] = [
+            failure("script", name, ErrorCode.UNKNOWN_TOOL, f"{name!r} is not bound")
+            for name, _ in calls
+        ]
+        if call_tool is not None and wanted:  # one synchronous call
+            results[0] = await call_tool(*calls[0])
+        elif wanted:
+            for index, result in zip(
+                wanted, await call_tools([calls[i] for i in wanted]), strict=True
+            ):
+                results[index] = result
+        return results
 
     async def _abort(self, call_tool: AsyncToolCaller) -> None:
         """Stop the running script; kill the worker if it does not stop in time."""
@@ -269,9 +296,12 @@ class Worker:
                     message = await self.receive()
                     if message.get("op") == "done":
                         return
+                    aborted = {"op": "result", "ok": False, "code": "ABORTED", "message": "aborted"}
                     if message.get("op") == "call":
+                        await self.send(aborted)
+                    elif message.get("op") == "calls" and type(message.get("calls")) is list:
                         await self.send(
-                            {"op": "result", "ok": False, "code": "ABORTED", "message": "aborted"}
+                            {"op": "results", "results": [aborted] * len(message["calls"])}
                         )
         except (TimeoutError, WorkerLost):
             await self.kill()
@@ -315,6 +345,22 @@ class Worker:
                 return f"the worker was killed ({name}), possibly out of memory"
             return f"the worker crashed ({name})"
         return f"the worker exited with status {code}"
+
+
+def _asked_call(message: dict[str, Any]) -> tuple[str, dict[str, JsonValue]]:
+    arguments = message.get("arguments")
+    return str(message.get("name")), arguments if type(arguments) is dict else {}
+
+
+def _answer_json(result: ToolExecutionResult) -> dict[str, Any]:
+    if result.is_error:
+        return {
+            "op": "result",
+            "ok": False,
+            "code": result.error.code,
+            "message": result.error.message,
+        }
+    return {"op": "result", "ok": True, "value": thaw(result.value)}
 
 
 def _lost(code: str, reason: str, calls: Sequence[ToolCallRecord] = ()) -> ScriptOutcome:
@@ -382,9 +428,12 @@ class ProcessExecutor:
         session: str,
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
+        call_tools: AsyncBatchCaller | None = None,
     ) -> ScriptOutcome:
         # one run per session, in arrival order
-        return await self._gates.run(session, lambda: self._run(source, session, tools, call_tool))
+        return await self._gates.run(
+            session, lambda: self._run(source, session, tools, call_tool, call_tools)
+        )
 
     async def _run(
         self,
@@ -392,13 +441,14 @@ class ProcessExecutor:
         session: str,
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
+        call_tools: AsyncBatchCaller | None,
     ) -> ScriptOutcome:
         try:
             worker = await self._worker_for(session)
         except (WorkerLost, OSError, TimeoutError) as error:
             return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
         try:
-            outcome = await worker.run(source, tools, call_tool, self.limits)
+            outcome = await worker.run(source, tools, call_tool, self.limits, call_tools)
         finally:
             if worker.dead and self._sessions.get(session) is worker:
                 self._sessions.pop(session, None)

@@ -190,9 +190,21 @@ class ToolRegistry:
         *,
         parent: str | None = None,
         abort: AbortSignal | None = None,
+        max_concurrent: int | None = None,
+        wait_seconds: float | None = None,
     ) -> list[ToolExecutionResult]:
-        """Run a batch: concurrency-safe tools together, others in order; results in call order."""
-        return await _dispatch.execute_many(self, calls, parent=parent, abort=abort)
+        """Run a batch: concurrency-safe tools together, others in order; results in call order.
+
+        ``max_concurrent`` caps how many run at once; ``wait_seconds`` bounds each wait.
+        """
+        return await _dispatch.execute_many(
+            self,
+            calls,
+            parent=parent,
+            abort=abort,
+            max_concurrent=max_concurrent,
+            wait_seconds=wait_seconds,
+        )
 
 
 def advertise(registered: Tool) -> dict[str, JsonValue]:

@@ -183,13 +183,32 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
             return value
         raise ToolError(str(answer.get("message", "")), str(answer.get("code", "TOOL_ERROR")))
 
+    def call_tools(batch: list[tuple[str, dict[str, JsonValue]]]) -> list[Any]:
+        calls = [{"name": name, "arguments": arguments} for name, arguments in batch]
+        channel.send({"op": "calls", "calls": calls})
+        answer = channel.receive()
+        results = answer.get("results")
+        if answer.get("op") != "results" or type(results) is not list or len(results) != len(batch):
+            raise ToolError("the host answered a batch of calls wrongly", "ABORTED")
+        return [
+            item.get("value")
+            if type(item) is dict and item.get("ok")
+            else ToolError(
+                str(item.get("message", "")) if type(item) is dict else "",
+                str(item.get("code", "TOOL_ERROR")) if type(item) is dict else "TOOL_ERROR",
+            )
+            for item in results
+        ]
+
     channel.send({"op": "ready", "confinement": report.to_json()})
     while True:
         message = channel.receive()
         op = message.get("op")
         if op == "run":
             tools = {name: tuple(params) for name, params in message.get("tools", {}).items()}
-            outcome = sandbox.run(message["source"], tools=tools, call_tool=call_tool)
+            outcome = sandbox.run(
+                message["source"], tools=tools, call_tool=call_tool, call_tools=call_tools
+            )
             channel.send({"op": "done", "outcome": _bounded_outcome(outcome)})
         elif op == "reset":
             sandbox.reset()

@@ -20,7 +20,7 @@ class Facade:
 
     def __init__(self, name: str, members: Mapping[str, Any]) -> None:
         for key, value in members.items():
-            if isinstance(value, types.ModuleType | Facade):
+            if isinstance(value, types.ModuleType):  # a submodule is a facade of its own
                 raise TypeError(f"facade {name}.{key} must not be a module")
             if isinstance(value, list | dict | set | bytearray):
                 raise TypeError(f"facade {name}.{key} must be immutable")

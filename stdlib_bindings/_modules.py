@@ -41,11 +41,24 @@ from typing import Any
 
 from codeact._exceptions import ToolError
 from codeact._sandbox._errors import LimitExceeded, SecurityViolation
-from codeact._sandbox._guards import Guards, OpaqueType, ScriptFormatter, ticking, ticking_factory
-from codeact._sandbox._interpreter import SCRIPT_MODULE
-from codeact._sandbox._ownership import SCRIPT_CLASSES, register_base, register_readable
+from codeact._sandbox._guards import (
+    Guards,
+    OpaqueType,
+    ScriptFormatter,
+    opaque_type,
+    ticking,
+    ticking_factory,
+)
+from codeact._sandbox._ownership import (
+    SCRIPT_CLASSES,
+    is_script_function,
+    register_base,
+    register_readable,
+)
 
 from . import _copy as script_copy
+from ._asyncio import asyncio_facade
+from ._everyday import Context, localcontext, session_everyday_facades, static_everyday_facades
 from ._facade import Facade, pick
 from ._typing import typing_members
 
@@ -110,20 +123,13 @@ def _dataclass(cls: Any = None, /, **options: Any) -> Any:
     return make(cls)
 
 
-def _is_script_function(function: Any) -> bool:
-    return (
-        isinstance(function, types.FunctionType)
-        and function.__globals__.get("__name__") == SCRIPT_MODULE.__name__
-    )
-
-
 def _wraps(wrapped: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     copy_names = functools.wraps(
         wrapped, assigned=("__name__", "__qualname__", "__doc__"), updated=()
     )
 
     def decorate(wrapper: Callable[..., Any]) -> Callable[..., Any]:
-        if not _is_script_function(wrapper):  # it sets names on the wrapper: the script's own
+        if not is_script_function(wrapper):  # it sets names on the wrapper: the script's own
             raise SecurityViolation("functools.wraps only decorates the script's functions")
         return copy_names(wrapper)
 
@@ -171,17 +177,12 @@ def _normalize(form: str, text: str) -> str:
 MAX_NORMALIZE_CHARS = 10_000_000
 
 
-def _localcontext(**kwargs: Any) -> Any:
-    if set(kwargs) - {"prec", "rounding"}:
-        raise LimitExceeded("decimal context", "only prec and rounding may be set in scripts")
-    if kwargs.get("prec", 0) > MAX_DECIMAL_PRECISION:
-        raise LimitExceeded("decimal precision")
-    return decimal.localcontext(**kwargs)
-
-
 def _static_facades() -> dict[str, Facade]:
     """Facades that hold no per-session state, built once."""
+    everyday = static_everyday_facades()
+    collections_abc = everyday["collections.abc"]
     return {
+        **everyday,
         "json": Facade("json", {**pick(json, "loads JSONDecodeError"), "dumps": _json_dumps}),
         "math": Facade(
             "math",
@@ -191,7 +192,8 @@ def _static_facades() -> dict[str, Facade]:
                     "pi e tau inf nan ceil floor trunc fabs sqrt isqrt exp log log2 log10 log1p "
                     "expm1 sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh "
                     "degrees radians hypot dist gcd lcm isclose isfinite isinf isnan copysign "
-                    "fmod frexp ldexp modf remainder fsum pow gamma lgamma erf erfc nextafter ulp",
+                    "fmod frexp ldexp modf remainder fsum pow gamma lgamma erf erfc nextafter ulp "
+                    "cbrt exp2",
                 ),
                 "factorial": _bounded(MAX_FACTORIAL, "integer size", math.factorial),
                 "comb": _bounded(MAX_FACTORIAL * 10, "integer size", math.comb),
@@ -207,6 +209,7 @@ def _static_facades() -> dict[str, Facade]:
             "collections",
             {
                 **pick(collections, "deque OrderedDict defaultdict ChainMap"),
+                "abc": collections_abc,
                 "Counter": Counter,
                 "namedtuple": _namedtuple,
             },
@@ -243,7 +246,7 @@ def _static_facades() -> dict[str, Facade]:
         "functools": Facade(
             "functools",
             {
-                **pick(functools, "reduce partial lru_cache cache cmp_to_key"),
+                **pick(functools, "reduce partial lru_cache cache cmp_to_key cached_property"),
                 "total_ordering": _on_script_classes(functools.total_ordering),
                 "wraps": _wraps,
             },
@@ -266,9 +269,12 @@ def _static_facades() -> dict[str, Facade]:
                 **pick(
                     decimal,
                     "Decimal InvalidOperation DivisionByZero DecimalException ROUND_HALF_UP "
-                    "ROUND_HALF_EVEN ROUND_HALF_DOWN ROUND_UP ROUND_DOWN ROUND_CEILING ROUND_FLOOR",
+                    "ROUND_HALF_EVEN ROUND_HALF_DOWN ROUND_UP ROUND_DOWN ROUND_CEILING "
+                    "ROUND_FLOOR ROUND_05UP Inexact Rounded Overflow Underflow Subnormal "
+                    "Clamped FloatOperation",
                 ),
-                "localcontext": _localcontext,
+                "localcontext": localcontext,
+                "Context": Context,
             },
         ),
         "fractions": Facade("fractions", pick(fractions, "Fraction")),
@@ -295,7 +301,11 @@ def _static_facades() -> dict[str, Facade]:
         ),
         "hashlib": Facade(
             "hashlib",
-            pick(hashlib, "md5 sha1 sha224 sha256 sha384 sha512 sha3_256 sha3_512 blake2b blake2s"),
+            pick(
+                hashlib,
+                "md5 sha1 sha224 sha256 sha384 sha512 sha3_224 sha3_256 sha3_384 sha3_512 "
+                "blake2b blake2s",
+            ),
         ),
         "uuid": Facade(
             "uuid",
@@ -363,6 +373,7 @@ def _register_readable_types() -> None:
         type(iter("")),
         types.GeneratorType,
         functools.partial,
+        functools.cached_property,
         type(functools.lru_cache(None)(len)),
         type(Counter().most_common),
         OpaqueType,
@@ -397,7 +408,15 @@ def _register_readable_types() -> None:
 STATIC_FACADES = _static_facades()
 _register_readable_types()
 
-DEFAULT_MODULES = frozenset(STATIC_FACADES) | {"re", "random", "string"}
+DEFAULT_MODULES = frozenset(STATIC_FACADES) | {
+    "re",
+    "random",
+    "string",
+    "operator",
+    "zlib",
+    "pprint",
+    "asyncio",
+}
 
 
 def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Facade]:
@@ -424,6 +443,11 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
                     "expovariate",
                     "triangular",
                     "betavariate",
+                    "lognormvariate",
+                    "vonmisesvariate",
+                    "gammavariate",
+                    "paretovariate",
+                    "weibullvariate",
                     "getstate",
                     "setstate",
                     "getrandbits",
@@ -445,6 +469,9 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
         },
     )
     facades["re"] = Facade("re", _re_members(guards))
+    facades.update(session_everyday_facades(guards))
+    facades["asyncio"] = asyncio_facade(guards)
+    guards.shown[Facade] = opaque_type(Facade)  # type(json) names the class, builds nothing
     return facades
 
 

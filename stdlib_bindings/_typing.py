@@ -9,10 +9,11 @@ class for ``isinstance`` and their arguments; each subscription builds a new one
 
 from __future__ import annotations
 
+import collections
 import collections.abc as abc
 from typing import Any
 
-from codeact._sandbox._ownership import register_base, register_readable
+from codeact._sandbox._ownership import CLASS_BUILDERS, register_base, register_readable
 
 
 class TypingForm:
@@ -130,17 +131,136 @@ _ORIGINS: dict[str, Any] = {
     "Sequence": abc.Sequence,
     "Mapping": abc.Mapping,
     "MutableMapping": abc.MutableMapping,
+    "MutableSequence": abc.MutableSequence,
+    "AbstractSet": abc.Set,
+    "MutableSet": abc.MutableSet,
+    "Collection": abc.Collection,
+    "Container": abc.Container,
+    "Hashable": abc.Hashable,
+    "Sized": abc.Sized,
+    "Reversible": abc.Reversible,
+    "Generator": abc.Generator,
+    "Awaitable": abc.Awaitable,
+    "Coroutine": abc.Coroutine,
+    "AsyncIterator": abc.AsyncIterator,
+    "AsyncIterable": abc.AsyncIterable,
+    "AsyncGenerator": abc.AsyncGenerator,
+    "Type": type,
+    "DefaultDict": collections.defaultdict,
+    "OrderedDict": collections.OrderedDict,
+    "Deque": collections.deque,
+    "ClassVar": None,
+    "Final": None,
+    "Annotated": None,
+    "NoReturn": None,
+    "Never": None,
+    "Self": None,
+    "TypeAlias": None,
+    "LiteralString": None,
+    "Required": None,
+    "NotRequired": None,
+    "TypeGuard": None,
+    "ParamSpec": None,
+    "Concatenate": None,
+    "Text": str,
+    "AnyStr": None,
 }
+
+
+class _Shaped(TypingForm):
+    """``NamedTuple``, ``TypedDict``, ``Protocol``: as a base, a marker a builder replaces."""
+
+    __slots__ = ("_marker",)
+
+    def __init__(self, name: str, marker: type) -> None:
+        super().__init__(name)
+        self._marker = marker
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (self._marker,)
+
+
+class NamedTupleBase:
+    """Marks ``class P(NamedTuple)``; the class factory builds a namedtuple instead."""
+
+    __slots__ = ()
+
+
+class TypedDictBase:
+    """Marks ``class M(TypedDict)``; it becomes a dict subclass, as its instances are dicts."""
+
+    __slots__ = ()
+
+
+class ProtocolBase:
+    """Marks ``class P(Protocol)``; a protocol is a plain class at run time."""
+
+    __slots__ = ()
+
+
+def _build_named_tuple(name: str, bases: tuple[Any, ...], namespace: Any) -> Any:
+    from codeact._sandbox._ownership import SCRIPT_CLASSES
+
+    fields = list(namespace.get("__annotations__", {}))
+    defaults = [namespace[f] for f in fields if f in namespace]
+    made = collections.namedtuple(name, fields, defaults=defaults)  # type: ignore[misc]
+    SCRIPT_CLASSES.add(made)
+    body = {k: v for k, v in namespace.items() if k not in fields}
+    body["__slots__"] = ()
+    return (made,), body
+
+
+def _build_typed_dict(name: str, bases: tuple[Any, ...], namespace: Any) -> Any:
+    return (dict,), namespace
+
+
+def _build_protocol(name: str, bases: tuple[Any, ...], namespace: Any) -> Any:
+    rest = tuple(b for b in bases if b is not ProtocolBase and b is not Generic)
+    return rest or (object,), namespace
+
+
+def _identity(value: Any, *rest: Any, **options: Any) -> Any:
+    return value
+
+
+def _new_type(name: str, kind: Any) -> Any:
+    def new_type(value: Any) -> Any:
+        return value
+
+    new_type.__name__ = new_type.__qualname__ = str(name)
+    return new_type
 
 
 def typing_members() -> dict[str, Any]:
     """The members of the ``typing`` facade."""
     members: dict[str, Any] = {name: TypingForm(name, origin) for name, origin in _ORIGINS.items()}
-    members.update(Generic=GenericForm("Generic"), TypeVar=TypeVar, cast=cast)
+    members.update(
+        Generic=GenericForm("Generic"),
+        TypeVar=TypeVar,
+        cast=cast,
+        TYPE_CHECKING=False,
+        NamedTuple=_Shaped("NamedTuple", NamedTupleBase),
+        TypedDict=_Shaped("TypedDict", TypedDictBase),
+        Protocol=_Shaped("Protocol", ProtocolBase),
+        NewType=_new_type,
+        overload=_identity,
+        final=_identity,
+        runtime_checkable=_identity,
+        no_type_check=_identity,
+        assert_type=_identity,
+        reveal_type=_identity,
+    )
     return members
 
 
-register_readable(TypingForm, GenericForm, TypeVar, names=())
-register_base(Generic)
+register_readable(TypingForm, GenericForm, TypeVar, _Shaped, names=())
+register_base(Generic, NamedTupleBase, TypedDictBase, ProtocolBase)
+CLASS_BUILDERS.update(
+    {
+        NamedTupleBase: _build_named_tuple,
+        TypedDictBase: _build_typed_dict,
+        ProtocolBase: _build_protocol,
+    }
+)
 
 __all__ = ["Generic", "TypeVar", "TypingForm", "cast", "typing_members"]

@@ -1,9 +1,11 @@
 """The builtins a script sees: a curated set, with guarded stand-ins where size or reach matters.
 
 Absent on purpose: ``open``, ``exec``, ``eval``, ``compile``, ``__import__`` (imports go
-through the facade importer), ``globals``, ``locals``, ``vars``, ``dir``, ``input``,
-``breakpoint``, ``memoryview``, a raw ``getattr``, ``BaseException``, ``SystemExit``,
-``KeyboardInterrupt``, ``GeneratorExit`` and the exception groups.
+through the facade importer), ``input``, ``breakpoint``, ``memoryview``, a raw
+``getattr``, ``BaseException`` and ``BaseExceptionGroup`` (each would catch or carry a
+limit). ``KeyboardInterrupt``, ``SystemExit`` and ``GeneratorExit`` are there to raise
+and name; none of them catches a limit. ``globals`` and ``locals``
+are snapshots without the guards' names; ``vars`` reads only the script's own objects.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ _PLAIN = (
     "abs all any ascii bin bool callable chr complex dict divmod enumerate float "
     "frozenset hash hex int isinstance issubclass len list max min next object oct ord "
     "repr reversed round set slice sorted str tuple zip super staticmethod classmethod "
-    "property NotImplemented Ellipsis"
+    "property NotImplemented Ellipsis id aiter anext"
 )
 
 _EXCEPTIONS = (
@@ -29,7 +31,13 @@ _EXCEPTIONS = (
     "NotImplementedError OverflowError RecursionError ReferenceError RuntimeError "
     "StopIteration StopAsyncIteration SyntaxError TypeError UnboundLocalError UnicodeError "
     "UnicodeDecodeError UnicodeEncodeError ValueError ZeroDivisionError LookupError "
-    "Warning UserWarning DeprecationWarning RuntimeWarning TimeoutError"
+    "Warning UserWarning DeprecationWarning RuntimeWarning TimeoutError OSError IOError "
+    "EnvironmentError FileNotFoundError FileExistsError PermissionError IsADirectoryError "
+    "NotADirectoryError ConnectionError ConnectionRefusedError ConnectionResetError "
+    "BrokenPipeError InterruptedError BlockingIOError ChildProcessError ProcessLookupError "
+    "IndentationError TabError BufferError UnicodeTranslateError SyntaxWarning "
+    "FutureWarning PendingDeprecationWarning ImportWarning UnicodeWarning BytesWarning "
+    "ResourceWarning EncodingWarning ExceptionGroup KeyboardInterrupt SystemExit GeneratorExit"
 )
 
 
@@ -62,6 +70,8 @@ class _GuardedType(type):
 
 
 register_readable(_GuardedType)
+# @x.setter and friends; fget/fset/fdel are the script's own functions.
+register_readable(property, names=("getter", "setter", "deleter", "fget", "fset", "fdel"))
 register_readable(LongRange, names=("start", "stop", "step", "count", "index"))
 register_base(*(getattr(builtins, name) for name in _EXCEPTIONS.split()))
 
@@ -71,16 +81,31 @@ def guarded_type(real: type, construct: Callable[..., Any]) -> type:
     return _GuardedType(real.__name__, (), {"_real": real, "_construct": staticmethod(construct)})
 
 
+def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Callable[..., Any]:
+    """A guard under a builtin's name, refusing wrong argument counts as the builtin does."""
+
+    def builtin(*args: Any) -> Any:
+        if not least <= len(args) <= most:
+            expected = f"at least {least}" if least != most else str(least)
+            raise TypeError(f"{name} expected {expected} arguments, got {len(args)}")
+        return guard(*args)
+
+    builtin.__name__ = builtin.__qualname__ = name
+    return builtin
+
+
 def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any]:
     """The builtins mapping for one sandbox."""
     table: dict[str, Any] = {name: getattr(builtins, name) for name in _PLAIN.split()}
     table.update({name: getattr(builtins, name) for name in _EXCEPTIONS.split()})
     table.update(
         {
-            "getattr": guards.getattr,
-            "hasattr": guards.hasattr,
-            "setattr": guards.setattr,
-            "delattr": guards.delattr,
+            "getattr": _named(guards.getattr, "getattr", 2, 3),
+            "hasattr": _named(guards.hasattr, "hasattr", 2, 2),
+            "setattr": _named(guards.setattr, "setattr", 3, 3),
+            "delattr": _named(guards.delattr, "delattr", 2, 2),
+            "vars": guards.vars,
+            "dir": guards.dir,
             "type": guarded_type(type, guards.type_of),
             "range": guarded_type(range, guards.make_range),
             "bytes": guarded_type(bytes, guards.make_bytes),
@@ -100,6 +125,7 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
     )
     for name in ("type", "range", "bytes", "bytearray"):  # type(b"") is bytes, in scripts too
         guards.shown[table[name]._real] = table[name]
+    guards.shown[_GuardedType] = table["type"]  # type(type) is type
     guards.shown[LongRange] = table["range"]  # a long range is a range, as scripts see it
     return table
 

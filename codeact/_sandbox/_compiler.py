@@ -14,6 +14,8 @@ from types import CodeType
 from ._transformer import CodeActPolicy
 
 SCRIPT_FILENAME = "<script>"
+# ``await`` at the top of a script, as in a notebook: the code object is then a coroutine.
+TOP_LEVEL_AWAIT = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 COMPILE_CACHE_SIZE = 512
 TRANSFORM_RECURSION_LIMIT = 6_000
 _RECURSION_LOCK = threading.Lock()
@@ -32,19 +34,10 @@ class _Policy(CodeActPolicy):
     allowed_modules: frozenset[str] = frozenset()
 
     def check_import_names(self, node: ast.Import | ast.ImportFrom) -> ast.AST:
-        modules = (
-            [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else [a.name for a in node.names]
-        )
+        # Which modules exist is decided at run time, as an ImportError a script can
+        # catch (``try: import numpy``); relative imports never name a facade.
         if isinstance(node, ast.ImportFrom) and node.level:
             self.error(node, "relative imports are not allowed.")
-        for module in modules:
-            if module not in self.allowed_modules:
-                allowed = ", ".join(sorted(self.allowed_modules))
-                self.error(
-                    node, f'module "{module}" is not available in scripts (importable: {allowed}).'
-                )
         return super().check_import_names(node)
 
 
@@ -66,7 +59,8 @@ def compile_script(source: str, allowed_modules: frozenset[str]) -> CompiledScri
     if policy.errors:
         return CompiledScript(violations=tuple(policy.errors))
     try:
-        return CompiledScript(code=compile(tree, SCRIPT_FILENAME, "exec", dont_inherit=True))
+        code = compile(tree, SCRIPT_FILENAME, "exec", flags=TOP_LEVEL_AWAIT, dont_inherit=True)
+        return CompiledScript(code=code)
     except (SyntaxError, ValueError, RecursionError) as error:
         return CompiledScript(syntax_error=f"the script cannot be compiled: {error}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import _string  # type: ignore[import-not-found]  # str.format's own field parser
 import builtins
 import collections
+import contextlib
 import decimal
 import operator
 import re
@@ -16,6 +17,7 @@ from ._errors import LimitExceeded, SandboxStop, SecurityViolation
 from ._limits import Limits
 from ._ownership import (
     BASE_CLASSES,
+    CLASS_BUILDERS,
     RAW_TYPES,
     READABLE,
     SCRIPT_CLASSES,
@@ -28,6 +30,7 @@ from ._ownership import (
 from ._transformer import (
     FORBIDDEN_ATTRIBUTES,
     GUARDED_ATTRIBUTES,
+    GUARDED_DUNDERS,
     READABLE_DUNDERS,
     SCRIPT_DUNDERS,
     is_private_name,
@@ -53,6 +56,9 @@ class Guards:
         self.raw: set[type] = set(RAW_TYPES)
         # What type(x) shows where the script sees a stand-in (its builtins' own).
         self.shown: dict[type, Any] = {}
+        # Set by the sandbox: run a coroutine on the run's loop; write to its output.
+        self.run_coroutine: Callable[[Any], Any] = _no_run
+        self.emit: Callable[[str], None] = _no_run
 
     # Attribute access -----------------------------------------------------------------
 
@@ -95,6 +101,8 @@ class Guards:
             value = getattr(obj, name, None)
             if value is None or type(value) is str:
                 return value
+        elif name in GUARDED_DUNDERS:
+            return self._dunder(obj, name, default)
         elif type(obj) is super and _super_of_script(obj):
             if name in SCRIPT_DUNDERS or is_private_name(name):
                 return getattr(obj, name)
@@ -102,6 +110,41 @@ class Guards:
             # _private names only on the script's own objects (a facade's are its internals)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         raise SecurityViolation(f"access to the private attribute {name!r} is not allowed")
+
+    def _dunder(self, obj: Any, name: str, default: Any) -> Any:
+        """The dunders whose values the object model can vouch for, each on its own terms."""
+        if name == "__class__":  # what type() answers: never a metaclass or a host class
+            return self.type_of(obj)
+        own = is_script_class(obj if isinstance(obj, type) else type(obj))
+        if name == "__dict__" and own and not isinstance(obj, type):
+            return obj.__dict__  # the script's own object: its attributes are its own
+        if name in ("__dataclass_fields__", "__match_args__", "__slots__") and own:
+            value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+            if name == "__dataclass_fields__" or type(value) in (tuple, list, str):
+                return value
+        if name in ("__cause__", "__context__", "__suppress_context__", "__notes__") and (
+            isinstance(obj, BaseException)  # an error's chain is errors; its notes are strings
+        ):
+            return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if default is not _MISSING:
+            return default
+        what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+        raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
+
+    def vars(self, *obj: Any) -> dict[str, Any]:
+        """``vars(x)``: the ``__dict__`` of the script's own objects; no frame's namespace."""
+        if len(obj) != 1:
+            raise TypeError("vars() takes exactly one argument in scripts")
+        value = self._dunder(obj[0], "__dict__", None)
+        if value is None:
+            raise TypeError("vars() argument must have __dict__ attribute")
+        return value  # type: ignore[no-any-return]
+
+    def dir(self, *obj: Any) -> list[str]:
+        """``dir(x)``: names only, which say nothing a guarded read would not."""
+        if len(obj) != 1:
+            raise TypeError("dir() takes exactly one argument in scripts")
+        return sorted(str(name) for name in builtins.dir(obj[0]))
 
     def hasattr(self, obj: Any, name: str) -> bool:
         try:
@@ -390,6 +433,10 @@ class Guards:
         return (width, *args[1:]) if args else args
 
 
+def _no_run(*args: Any) -> Any:
+    raise RuntimeError("not inside a script run")
+
+
 class GuardedMethod:
     """A size-checked method as a script holds it: callable, with nothing to read.
 
@@ -603,11 +650,21 @@ class ScriptClassFactory:
         if kwargs:  # class X(metaclass=...), or keywords for a host __init_subclass__
             raise SecurityViolation("class keywords are not allowed in scripts")
         meta = _metaclass_for(bases)
-        return meta.__prepare__(name, bases)
+        namespace = meta.__prepare__(name, bases)
+        # The class is the script's from the moment it exists: an Enum builds its members
+        # (running the script's __init__ on them) before the metaclass returns. First in
+        # the namespace, so its __set_name__ runs before any member's.
+        namespace[_REGISTRAR] = _Registrar(self._raw)
+        return namespace
 
     def __call__(self, name: str, bases: tuple[type, ...], namespace: Any, **kwargs: Any) -> type:
         if kwargs:
             raise SecurityViolation("class keywords are not allowed in scripts")
+        for base in bases:
+            builder = CLASS_BUILDERS.get(base)
+            if builder is not None:  # class P(NamedTuple): a class of another shape
+                bases, namespace = builder(name, bases, namespace)
+                break
         meta = _metaclass_for(bases)
         if "__hash__" in namespace and any(issubclass(b, _HASHED_BUILTINS) for b in bases):
             # such a key looks like a host string or number to host caches (strptime's),
@@ -615,10 +672,43 @@ class ScriptClassFactory:
             raise SecurityViolation("a subclass of a builtin value type may not define __hash__")
         if "__exit__" in namespace:
             namespace["__exit__"] = _unswallowing_exit(namespace["__exit__"])
+        if "__aexit__" in namespace:
+            namespace["__aexit__"] = _unswallowing_aexit(namespace["__aexit__"])
         cls: type = meta(name, bases, namespace)
+        with contextlib.suppress(AttributeError, TypeError):
+            type.__delattr__(cls, _REGISTRAR)
         SCRIPT_CLASSES.add(cls)
         self._raw.add(cls)
         return cls
+
+
+_REGISTRAR = "__codeact_register__"
+
+
+class _Registrar:
+    """Marks the class being built as the script's, from inside ``type.__new__``."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: set[type]) -> None:
+        self._raw = raw
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        SCRIPT_CLASSES.add(owner)
+        self._raw.add(owner)
+
+    def __get__(self, obj: Any, owner: Any = None) -> None:
+        return None
+
+
+def _unswallowing_aexit(exit_method: Callable[..., Any]) -> Callable[..., Any]:
+    """``__aexit__`` as ``__exit__``: it may suppress the script's errors, never a stop."""
+
+    async def __aexit__(self: Any, kind: Any, error: Any, traceback: Any) -> Any:
+        suppress = await exit_method(self, kind, error, traceback)
+        return suppress and not isinstance(error, SandboxStop)
+
+    return __aexit__
 
 
 def _unswallowing_exit(exit_method: Callable[..., Any]) -> Callable[..., Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import gc
+import inspect
 import math
 import sys
 import threading
@@ -14,6 +15,7 @@ from typing import Any
 
 from .._exceptions import ErrorCode, ToolError
 from .._json import JsonValue, NotJsonError, detach
+from ._async import run_coroutine, running_script_loop, tool_failure
 from ._builtins import safe_builtins
 from ._compiler import SCRIPT_FILENAME, compile_script
 from ._errors import LimitExceeded, SandboxStop, SecurityViolation
@@ -25,14 +27,16 @@ from ._guards import (
     script_class_factory,
 )
 from ._limits import WATCHDOG, Limits, RunMonitor
+from ._ownership import SCOPE_KEY, SCOPE_MARK
 from ._transformer import RESULT_NAME
 
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
+# Many calls at once (a script's asyncio.gather): one answer per call, a value or a ToolError.
+ToolBatchCaller = Callable[[list[tuple[str, dict[str, JsonValue]]]], list[Any]]
 ABORTED = "aborted"
 _BINDING_KEY = object()
-# The module script classes say they belong to: empty, so code that looks a class's
-# module up (dataclasses resolving a string annotation) finds nothing of the host.
-SCRIPT_MODULE = sys.modules.setdefault("__script__", types.ModuleType("__script__"))
+# What a script sees as its module's name: it runs as the main program does.
+SCRIPT_MODULE_NAME = "__main__"
 MAX_REPR_CHARS = 2_000
 MAX_RESULT_DEPTH = 50
 MAX_ERROR_CHARS = 4_000
@@ -81,6 +85,7 @@ class _Run:
 
     limits: Limits
     call_tool: ToolCaller | None
+    call_tools: ToolBatchCaller | None = None
     output: list[str] = field(default_factory=list)
     output_chars: int = 0
     output_truncated: bool = False
@@ -105,6 +110,10 @@ class BoundTool:
         self._name = name
         self._parameters = parameters
         self._dispatch = dispatch
+
+    def _awaitable(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The call as a coroutine: what ``await tool(...)`` and ``gather(tool(...))`` run."""
+        return self._dispatch(self._name, self._parameters, args, kwargs, True)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._dispatch(self._name, self._parameters, args, kwargs)
@@ -170,8 +179,16 @@ class Sandbox:
             if name in self.modules
         }
         self._builtins = safe_builtins(self.guards, self._import)
+        self._builtins["globals"] = self._globals_snapshot
+        self._builtins["locals"] = self._locals_snapshot
         self._operator_guards = operator_guards(self.guards)
-        self.globals = {"__builtins__": self._builtins, "__name__": SCRIPT_MODULE.__name__}
+        self.guards.run_coroutine = self._run_coroutine
+        self.guards.emit = self._emit
+        self.globals = {
+            "__builtins__": self._builtins,
+            "__name__": SCRIPT_MODULE_NAME,
+            SCOPE_KEY: SCOPE_MARK,
+        }
 
     def close(self) -> None:
         """Tear the session down for good."""
@@ -186,7 +203,7 @@ class Sandbox:
             try:
                 try:
                     for value in list(scope.values()):
-                        if type(value) is types.GeneratorType:
+                        if type(value) in (types.GeneratorType, types.CoroutineType):
                             value.close()
                     scope.clear()
                     gc.collect(self.teardown_generation)
@@ -209,8 +226,13 @@ class Sandbox:
         *,
         tools: Mapping[str, tuple[str, ...]] | None = None,
         call_tool: ToolCaller | None = None,
+        call_tools: ToolBatchCaller | None = None,
     ) -> ScriptOutcome:
-        """Run ``source``; ``tools`` maps each bound tool's name to its parameter order."""
+        """Run ``source``; ``tools`` maps each bound tool's name to its parameter order.
+
+        ``call_tools`` answers the calls async code makes together in one crossing;
+        without it they are answered one by one through ``call_tool``.
+        """
         limits = self.limits
         if len(source) > limits.max_source_chars:
             message = (
@@ -241,7 +263,7 @@ class Sandbox:
                 error=ScriptError(code=ErrorCode.CODE_RUNTIME_ERROR, message=message)
             )
         try:
-            return self._execute(compiled.code, source, tools or {}, call_tool)
+            return self._execute(compiled.code, source, tools or {}, call_tool, call_tools)
         finally:
             self._lock.release()
 
@@ -266,8 +288,9 @@ class Sandbox:
         source: str,
         tools: Mapping[str, tuple[str, ...]],
         call_tool: ToolCaller | None,
+        call_tools: ToolBatchCaller | None = None,
     ) -> ScriptOutcome:
-        run = _Run(limits=self.limits, call_tool=call_tool)
+        run = _Run(limits=self.limits, call_tool=call_tool, call_tools=call_tools)
         scope = self.globals
         scope.update(self._run_globals(run))
         for name, parameters in tools.items():
@@ -282,7 +305,9 @@ class Sandbox:
             # conversion of its result, the text of its error, and dropping its result.
             try:
                 try:
-                    exec(code, scope)
+                    started = eval(code, scope)  # a coroutine when the script awaits at top level
+                    if code.co_flags & inspect.CO_COROUTINE:
+                        self._run_coroutine(started)
                     value = self._result(scope)
                 except BaseException as caught:  # everything a script raises ends here
                     failure = self._describe(caught, monitor.tripped, source, scope, tools)
@@ -320,6 +345,7 @@ class Sandbox:
             "_type_": type,
             "_raw_": guards.raw,
             "_match_class_": match_class_guard(guards),
+            "_acall_": self._async_call,
             **self._operator_guards,
         }
 
@@ -332,8 +358,9 @@ class Sandbox:
         unknown = set(kwargs) - {"sep", "end", "file", "flush"}
         if unknown:
             raise TypeError(f"{next(iter(unknown))!r} is an invalid keyword argument for print()")
-        if kwargs.get("file") is not None:
-            raise SecurityViolation("print(file=...) is not available in scripts")
+        target = kwargs.get("file")
+        if target is not None:
+            return self._print_to(target, args, kwargs)
         sep, end = kwargs.get("sep"), kwargs.get("end")
         for name, given in (("sep", sep), ("end", end)):
             if given is not None and type(given) is not str:
@@ -357,6 +384,19 @@ class Sandbox:
         run.output.append(text)
         run.output_chars += len(text)
 
+    def _emit(self, text: str) -> None:
+        """Text a facade prints (pprint.pprint), where the script's print goes."""
+        run = self._run
+        if run is None:
+            raise RuntimeError("not inside a script run")
+        self._print(run, (text,), {"end": ""})
+
+    def _print_to(self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """``print(..., file=f)``: written through ``f.write``, read like any attribute."""
+        sep, end = kwargs.get("sep"), kwargs.get("end")
+        text = (" " if sep is None else sep).join(str(a) for a in args)
+        self.guards.getattr(target, "write")(text + ("\n" if end is None else end))
+
     def _output(self, run: _Run) -> str:
         text = "".join(run.output)
         if run.output_truncated:
@@ -366,7 +406,12 @@ class Sandbox:
     # Tools -------------------------------------------------------------------------------
 
     def _call_tool(
-        self, name: str, parameters: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        name: str,
+        parameters: tuple[str, ...],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        asynchronous: bool = False,
     ) -> Any:
         run = self._run
         if run is None or run.call_tool is None:
@@ -376,6 +421,8 @@ class Sandbox:
                 "tool calls", f"the script made more than {run.limits.max_tool_calls:,} tool calls"
             )
         arguments = _bind(name, parameters, args, kwargs)
+        if asynchronous:
+            return _awaited_call(name, arguments)
         monitor = run.monitor
         if monitor is not None:
             monitor.pause()
@@ -390,14 +437,87 @@ class Sandbox:
         run.tool_calls.append(ToolCallRecord(name=name, ok=True))
         return value
 
+    def _globals_snapshot(self) -> dict[str, Any]:
+        """``globals()``: a copy of the script's names, without the guards (never the live dict,
+        whose guard entries a script could rebind)."""
+        return {k: v for k, v in self.globals.items() if not _is_internal_name(k)}
+
+    def _locals_snapshot(self) -> dict[str, Any]:
+        """``locals()``: a copy of the calling script frame's names; no other frame's."""
+        frame = sys._getframe(1)
+        if frame.f_code.co_filename != SCRIPT_FILENAME:  # called through a host function
+            raise SecurityViolation("locals() is only available called from script code")
+        if frame.f_globals is frame.f_locals:
+            return self._globals_snapshot()
+        return {k: v for k, v in frame.f_locals.items() if not _is_internal_name(k)}
+
+    def _async_call(self, function: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """A call written where async code waits for it: a tool's becomes awaitable."""
+        if type(function) is BoundTool:
+            return function._awaitable(args, kwargs)
+        return function(*args, **kwargs)
+
+    def _run_coroutine(self, coroutine: Any) -> Any:
+        """Run a script's coroutine on a loop of its own (top-level await, ``asyncio.run``)."""
+        if running_script_loop() is not None:
+            coroutine.close()
+            raise RuntimeError("asyncio.run() cannot be called from a running event loop")
+        run = self._run
+        monitor = run.monitor if run is not None else None
+        return run_coroutine(
+            coroutine,
+            (lambda: monitor.tripped) if monitor is not None else (lambda: None),
+            self._call_tools,
+        )
+
+    def _call_tools(self, batch: list[tuple[str, dict[str, JsonValue]]]) -> list[Any]:
+        """The calls async code made together: one crossing to the host, answers in order."""
+        run = self._run
+        if run is None or run.call_tool is None:
+            raise ToolError("tools are not callable outside a run", ErrorCode.ABORTED)
+        if len(run.tool_calls) + len(batch) > run.limits.max_tool_calls:
+            raise LimitExceeded(
+                "tool calls", f"the script made more than {run.limits.max_tool_calls:,} tool calls"
+            )
+        monitor = run.monitor
+        if monitor is not None:
+            monitor.pause()
+        try:
+            if run.call_tools is not None:
+                answers = run.call_tools(batch)
+            else:
+                answers = [_answer_of(run.call_tool, name, arguments) for name, arguments in batch]
+        finally:
+            if monitor is not None:
+                monitor.resume()
+        results: list[Any] = []
+        for (name, _), answer in zip(batch, answers, strict=True):
+            if isinstance(answer, ToolError):
+                run.tool_calls.append(ToolCallRecord(name=name, ok=False, code=answer.code))
+                results.append(tool_failure(ToolError(answer.message, answer.code)))
+            else:
+                run.tool_calls.append(ToolCallRecord(name=name, ok=True))
+                results.append(answer)
+        return results
+
     def _import(
         self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
     ) -> Any:
         if type(fromlist) is list:  # an import made by C code itself (datetime.strptime)
             return __import__(name, None, None, fromlist, level)
+        if type(name) is not str:
+            raise TypeError("module name must be a string")
         facade = self._facades.get(name)
-        if facade is None or level != 0:
-            raise SecurityViolation(f"module {name!r} is not available in scripts")
+        if facade is not None and "." in name and not fromlist:
+            facade = self._facades.get(name.partition(".")[0])  # import a.b binds a
+        if level != 0:
+            raise ImportError("relative imports are not available in scripts")
+        if facade is None:
+            importable = ", ".join(sorted(self._facades))
+            # An ImportError, as CPython raises: a script may fall back when it catches one.
+            raise ModuleNotFoundError(
+                f"No module named {name!r} in scripts (importable: {importable})", name=name
+            )
         return facade
 
     # Errors --------------------------------------------------------------------------------
@@ -457,6 +577,9 @@ class Sandbox:
             )
         elif isinstance(error, SecurityViolation):
             code, message = ErrorCode.CODE_SECURITY_VIOLATION, error.message
+        elif isinstance(error, ModuleNotFoundError) and error.name not in self._facades:
+            # an import the script did not catch: a module outside the allowlist
+            code, message = ErrorCode.CODE_SECURITY_VIOLATION, _exception_text(error)
         elif isinstance(error, SandboxStop):
             code, message = ErrorCode.CODE_RUNTIME_ERROR, error.message
         elif isinstance(error, ToolError):
@@ -503,6 +626,26 @@ def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) ->
                 key if type(key) is str else _short_repr(key): plain_result(item, budget, depth + 1)
                 for key, item in value.items()
             }
+    if depth < MAX_RESULT_DEPTH and not isinstance(value, type):
+        # Subclasses of plain data as JSON sees them (a namedtuple is a list, an IntEnum
+        # member a number), read through the builtin base: no script method runs here.
+        if isinstance(value, str):
+            return plain_result(str.__str__(value), budget, depth)
+        if isinstance(value, bool):
+            return plain_result(bool(value), budget, depth)
+        if isinstance(value, int):
+            return plain_result(int.__index__(value), budget, depth)
+        if isinstance(value, float):
+            return plain_result(float.__float__(value), budget, depth)
+        if isinstance(value, list | tuple):
+            items = (
+                list.copy(value)
+                if isinstance(value, list)
+                else tuple.__getitem__(value, slice(None))
+            )
+            return plain_result(list(items), budget, depth)
+        if isinstance(value, dict):
+            return plain_result(dict(dict.items(value)), budget, depth)
     text = _short_repr(value)
     _spend(budget, len(text))
     return text
@@ -547,6 +690,28 @@ def _bind(
         ) from None
     assert isinstance(plain, dict)
     return plain
+
+
+def _is_internal_name(name: str) -> bool:
+    """The guards' names and temporaries (``_getattr_``, ``_tmp0``), ``__builtins__``."""
+    if name == "__name__":
+        return False
+    return name.startswith("_") and (name.endswith("_") or name.startswith("_tmp"))
+
+
+async def _awaited_call(name: str, arguments: dict[str, JsonValue]) -> Any:
+    """Waits for the run's loop to send this call to the host with the others made with it."""
+    loop = running_script_loop()
+    if loop is None:
+        raise RuntimeError(f"{name}() was awaited outside the script's event loop")
+    return await loop.submit_call(name, arguments)
+
+
+def _answer_of(call_tool: ToolCaller, name: str, arguments: dict[str, JsonValue]) -> Any:
+    try:
+        return call_tool(name, arguments)
+    except ToolError as error:
+        return error
 
 
 def _script_line(error: BaseException) -> int | None:
@@ -605,4 +770,12 @@ def _hint(
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
 
-__all__ = ["BoundTool", "Sandbox", "ScriptError", "ScriptOutcome", "ToolCallRecord", "ToolCaller"]
+__all__ = [
+    "BoundTool",
+    "Sandbox",
+    "ScriptError",
+    "ScriptOutcome",
+    "ToolBatchCaller",
+    "ToolCallRecord",
+    "ToolCaller",
+]

@@ -40,6 +40,8 @@ class Limits:
     # Time one tool call from a script may wait on the host (an approval, a slow tool);
     # it does not count against wall_seconds, which is the script's own time.
     tool_wait_seconds: float = 60.0
+    # Tool calls async code runs at once (asyncio.gather); more wait for a free slot.
+    max_concurrent_tool_calls: int = 16
 
 
 class RunMonitor:

@@ -22,6 +22,11 @@ from typing import Any
 
 SCRIPT_CLASSES: weakref.WeakSet[type] = weakref.WeakSet()
 
+# A script's globals carry SCOPE_MARK under SCOPE_KEY, a dunder no script can write:
+# how a facade tells the script's own functions from the host's.
+SCOPE_KEY = "__codeact_scope__"
+SCOPE_MARK = object()
+
 # Exact plain data: every public attribute of these is a method or a plain value.
 PLAIN_TYPES: frozenset[type] = frozenset(
     {
@@ -86,6 +91,11 @@ def register_readable(
             MUTABLE_TYPES.add(kind)
 
 
+# Stand-in bases that build a class of another shape (``typing.NamedTuple``): each maps
+# the class statement's name, bases and namespace to the bases and namespace to use.
+CLASS_BUILDERS: dict[type, Any] = {}
+
+
 def register_base(*types: type) -> None:
     """Declare facade classes a script class may derive from (reviewed for relays)."""
     BASE_CLASSES.update(types)
@@ -119,7 +129,18 @@ def is_shared_container(owner: Any, name: str, value: Any) -> bool:
     if type(value) not in MUTABLE_TYPES:
         return False
     klass = owner if isinstance(owner, type) else type(owner)
-    return any(vars(k).get(name) is value for k in klass.__mro__)
+    return any(
+        vars(k).get(name) is value for k in klass.__mro__ if k not in SCRIPT_CLASSES
+    )  # a script class's own list is the script's
+
+
+def is_script_function(obj: Any) -> bool:
+    """A function a script defined: its globals are a sandbox's scope."""
+    scope = getattr(obj, "__globals__", None) if type(obj) is _FUNCTION else None
+    return type(scope) is dict and scope.get(SCOPE_KEY) is SCOPE_MARK
+
+
+_FUNCTION = type(is_script_function)
 
 
 def is_writable(obj: Any) -> bool:
@@ -141,12 +162,16 @@ def _is_shared(kind: type, name: str) -> bool:
 
 __all__ = [
     "BASE_CLASSES",
+    "CLASS_BUILDERS",
     "PLAIN_TYPES",
     "RAW_TYPES",
     "READABLE",
+    "SCOPE_KEY",
+    "SCOPE_MARK",
     "SCRIPT_CLASSES",
     "WRITABLE_TYPES",
     "is_script_class",
+    "is_script_function",
     "is_shared_container",
     "is_writable",
     "readable_names",

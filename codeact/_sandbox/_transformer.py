@@ -34,39 +34,103 @@ from RestrictedPython.transformer import (
 RESULT_NAME = "_codeact_result_"
 
 # Read-only dunder attributes that are plain strings: scripts use them in messages.
-READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
+READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
+
+# Dunder attributes the guard answers with what the object model permits: the
+# script's own class (``type(x)``'s answer), its own objects' ``__dict__``, a dataclass's
+# fields, an exception's chain and notes. Never frames, code, globals or the hierarchy.
+GUARDED_DUNDERS = frozenset(
+    {
+        "__class__",
+        "__dict__",
+        "__dataclass_fields__",
+        "__cause__",
+        "__context__",
+        "__suppress_context__",
+        "__notes__",
+        "__match_args__",
+        "__slots__",
+    }
+)
+
+# Dunder names a class body may assign: data the interpreter reads, never code.
+CLASS_DATA_DUNDERS = frozenset({"__slots__", "__match_args__"})
+
+# Operators a script class may implement, in their plain, reflected and in-place forms.
+_OPERATORS = [
+    "add",
+    "sub",
+    "mul",
+    "matmul",
+    "truediv",
+    "floordiv",
+    "mod",
+    "divmod",
+    "pow",
+    "lshift",
+    "rshift",
+    "and",
+    "or",
+    "xor",
+]
 
 # Dunder methods a script class may define: each is called only by script code or
-# inside the sandbox (results are converted to plain data before leaving it).
+# inside the sandbox (results are converted to plain data before leaving it). Absent
+# on purpose: ``__del__`` (it runs wherever the collector runs, unwatched),
+# ``__getattribute__``, ``__new__`` (it would build uninitialised host objects),
+# ``__await__``, ``__set_name__`` and ``__class_getitem__``.
 SCRIPT_DUNDERS = frozenset(
     ALLOWED_FUNC_NAMES
+    | {f"__{op}__" for op in _OPERATORS}
+    | {f"__r{op}__" for op in _OPERATORS}
+    | {f"__i{op}__" for op in _OPERATORS if op != "divmod"}
     | {
         "__repr__",
         "__str__",
+        "__format__",
         "__hash__",
         "__bool__",
         "__len__",
+        "__length_hint__",
         "__iter__",
         "__next__",
+        "__reversed__",
+        "__contains__",
         "__getitem__",
         "__setitem__",
         "__delitem__",
+        "__missing__",
+        "__getattr__",
+        "__setattr__",
+        "__delattr__",
         "__enter__",
         "__exit__",
+        "__aenter__",
+        "__aexit__",
+        "__aiter__",
+        "__anext__",
         "__call__",
-        "__add__",
-        "__radd__",
-        "__sub__",
-        "__rsub__",
-        "__mul__",
-        "__rmul__",
-        "__truediv__",
-        "__floordiv__",
-        "__mod__",
         "__neg__",
+        "__pos__",
         "__abs__",
+        "__invert__",
+        "__index__",
+        "__int__",
+        "__float__",
+        "__complex__",
+        "__round__",
+        "__trunc__",
+        "__floor__",
+        "__ceil__",
         "__post_init__",
+        "__init_subclass__",
     }
+)
+
+# Calls handed to these run concurrently in async code: a tool call written inside
+# one (directly, in a list or tuple, or as a comprehension's element) is awaitable.
+ASYNC_TAKERS = frozenset(
+    {"gather", "create_task", "ensure_future", "wait_for", "shield", "wait", "as_completed"}
 )
 
 # Public attribute names checked at run time (format traversal, size), everywhere.
@@ -111,6 +175,10 @@ class CodeActPolicy(RestrictingNodeTransformer):
         if node.id == "printed":  # no special meaning here: an ordinary name
             self.used_names[node.id] = True
             return node
+        if node.id == "__name__" and isinstance(node.ctx, ast.Load):  # ``== "__main__"``
+            return node
+        if getattr(node, "codeact_internal", False):  # a guard name the transformer wrote
+            return node
         if node.id == "super" and not getattr(node, "zero_argument_call", False):
             self.error(node, "super may only be called as super() in scripts.")
         return super().visit_Name(node)
@@ -126,6 +194,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
     def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
         # Methods (indented defs) may use the curated dunders; nothing else may.
         if allow_magic_methods and name in SCRIPT_DUNDERS and node.col_offset != 0:
+            return
+        if name in CLASS_DATA_DUNDERS and self._class_depth and node.col_offset != 0:
             return
         if name is not None and is_private_name(name):
             return
@@ -147,7 +217,9 @@ class CodeActPolicy(RestrictingNodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         if node.attr in FORBIDDEN_ATTRIBUTES:
             self.error(node, f'"{node.attr}" is a restricted attribute.')
-        readable_dunder = node.attr in READABLE_DUNDERS and isinstance(node.ctx, ast.Load)
+        readable_dunder = (
+            node.attr in READABLE_DUNDERS or node.attr in GUARDED_DUNDERS
+        ) and isinstance(node.ctx, ast.Load)
         if is_private_name(node.attr) or readable_dunder:
             # A script's own _private attributes, and __name__-like strings: the guard
             # decides at run time (private names only on the script's own objects).
@@ -181,6 +253,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> Any:
         func = node.func
+        if _callee_name(func) in ASYNC_TAKERS:
+            node.args = [_awaitable_arguments(a) for a in node.args]
         if isinstance(func, ast.Name) and func.id == "super":
             if node.args or node.keywords:
                 self.error(node, "super() takes no arguments in scripts.")
@@ -324,8 +398,42 @@ class CodeActPolicy(RestrictingNodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> Any:
         return self._scope(node, super().visit_Lambda)
 
+    _class_depth = 0
+
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:
-        return self._scope(node, super().visit_ClassDef)
+        self._class_depth += 1
+        try:
+            return self._scope(node, super().visit_ClassDef)
+        finally:
+            self._class_depth -= 1
+
+    # async ----------------------------------------------------------------------------
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> Any:
+        # The same checks as a def: its name, its arguments, its body.
+        self.check_name(node, node.name, allow_magic_methods=True)
+        self.check_function_argument_names(node)
+        outer = (self._finally_depth, self._loop_depth_in_finally)
+        self._finally_depth, self._loop_depth_in_finally = 0, 0
+        try:
+            return self.node_contents_visit(node)
+        finally:
+            self._finally_depth, self._loop_depth_in_finally = outer
+
+    def visit_Await(self, node: ast.Await) -> Any:
+        if isinstance(node.value, ast.Call):  # ``await tool(...)``: the tool's awaitable form
+            node.value = _awaitable_call(node.value)
+        return self.node_contents_visit(node)
+
+    def visit_AsyncFor(self, node: ast.AsyncFor) -> Any:
+        return self._visit_loop(node, self.node_contents_visit)  # type: ignore[arg-type]
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_TryStar(self, node: Any) -> Any:
+        # ``except*``: each handler re-raises a limit first, as in a plain ``try``.
+        return self.visit_Try(node)
 
     def visit_Return(self, node: ast.Return) -> Any:
         if self._finally_depth:
@@ -508,6 +616,45 @@ def _guarded_method_call(call: ast.Call) -> ast.expr:
     return result
 
 
+def _callee_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _awaitable_call(call: ast.Call) -> ast.Call:
+    """``f(a)`` -> ``_acall_(f, a)``: awaitable when ``f`` is a tool, else ``f``'s own call."""
+    if _callee_name(call.func) in ASYNC_TAKERS:  # await gather(tool(x)): its calls too
+        call.args = [_awaitable_arguments(a) for a in call.args]
+    name = ast.Name("_acall_", ast.Load())
+    name.codeact_internal = True  # type: ignore[attr-defined]
+    made = ast.Call(func=name, args=[call.func, *call.args], keywords=call.keywords)
+    copy_locations(made, call)
+    copy_locations(name, call)
+    return made
+
+
+def _awaitable_arguments(argument: ast.expr) -> ast.expr:
+    """The calls an argument of gather/create_task/... hands over, in their awaitable form."""
+    inner = argument.value if isinstance(argument, ast.Starred) else argument
+    replaced: ast.expr | None = None
+    if isinstance(inner, ast.Call):
+        replaced = _awaitable_call(inner)
+    elif isinstance(inner, ast.GeneratorExp | ast.ListComp | ast.SetComp):
+        if isinstance(inner.elt, ast.Call):
+            inner.elt = _awaitable_call(inner.elt)
+    elif isinstance(inner, ast.List | ast.Tuple | ast.Set):
+        inner.elts = [_awaitable_call(e) if isinstance(e, ast.Call) else e for e in inner.elts]
+    if replaced is None:
+        return argument
+    if isinstance(argument, ast.Starred):
+        argument.value = replaced
+        return argument
+    return replaced
+
+
 def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
 
@@ -655,8 +802,10 @@ def _is_super_call(node: ast.expr) -> bool:
 
 
 __all__ = [
+    "ASYNC_TAKERS",
     "FORBIDDEN_ATTRIBUTES",
     "GUARDED_ATTRIBUTES",
+    "GUARDED_DUNDERS",
     "READABLE_DUNDERS",
     "RESULT_NAME",
     "SCRIPT_DUNDERS",

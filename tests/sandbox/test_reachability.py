@@ -39,9 +39,31 @@ PROBED_DUNDERS = (
     "__init__",
     "__reduce_ex__",
     "__getattribute__",
+    "__dataclass_fields__",
+    "__context__",
+    "__cause__",
+    "__traceback__",
+    "cr_frame",
+    "cr_code",
+    "cr_await",
+    "ag_frame",
+    "ag_code",
+    "ag_await",
+    "gi_frame",
+    "gi_yieldfrom",
+    "get_coro",
+    "get_loop",
+    "get_stack",
+    "_callbacks",
+    "_loop",
+    "_coro",
 )
 MAX_OBJECTS = 60_000
-ALLOWED_DUNDERS = frozenset({"__init__"})  # super().__init__(), the script's own constructor
+# super().__init__() (the script's own constructor); what type() answers; the script's
+# own objects' attributes; an error's chain. Their values are crawled like any other.
+ALLOWED_DUNDERS = frozenset(
+    {"__init__", "__class__", "__dict__", "__dataclass_fields__", "__context__", "__cause__"}
+)
 NOT_VALUES = frozenset({"super", "__build_class__", "__import__"})
 
 SEED_SCRIPT = """
@@ -80,6 +102,40 @@ seeds = [
     'x'.format, iter([1]), range(3), range(10**9), b'x', bytearray(b'x'), {}.keys(), add,
     type(1), type(len), type(range), type(add), type(Color), json, math,
 ]
+import asyncio, io, csv, time, types, operator, contextlib, queue, array, zlib, abc, pprint
+import urllib.parse, calendar, binascii, tomllib, html, secrets, keyword, numbers
+import collections.abc
+class Shape(abc.ABC):
+    @abc.abstractmethod
+    def area(self):
+        ...
+class Pair(typing.NamedTuple):
+    a: int
+    b: int = 0
+async def agen():
+    yield 1
+async def coro():
+    return 1
+async def gather_objects():
+    task = asyncio.create_task(coro())
+    await task
+    async with asyncio.TaskGroup() as tg:
+        other = tg.create_task(coro())
+    return [task, other, tg, asyncio.Event(), asyncio.Lock(), asyncio.Semaphore(1),
+            asyncio.Queue(), asyncio.timeout(1), asyncio.current_task()]
+pending_coroutine = coro()
+seeds += asyncio.run(gather_objects())
+seeds += [
+    io.StringIO('a'), io.BytesIO(b'a'), csv.reader(['a']), csv.writer(io.StringIO()),
+    csv.DictReader(['a', '1']), time.gmtime(0), types.SimpleNamespace(a=1),
+    operator.attrgetter('a'), operator.itemgetter(0), operator.methodcaller('a'),
+    contextlib.ExitStack(), contextlib.suppress(ValueError), queue.Queue(),
+    array.array('i', [1]), zlib.compress(b'a'), urllib.parse.urlparse('http://x'),
+    decimal.Context(), decimal.localcontext(), Shape, Pair(1), Pair, agen(), pending_coroutine,
+    calendar.month_name, numbers.Number, collections.abc.Mapping,
+]
+pending_coroutine.close()
+left = agen()
 """
 
 

@@ -29,14 +29,14 @@ TOUCH = "os.system('touch {marker}')"
 ATTACKS: list[tuple[str, str, str]] = [
     # Class hierarchy walks
     ("subclasses-walk", "[c for c in ().__class__.__bases__[0].__subclasses__()]", SEC),
-    ("getattr-class", "getattr((), '__class__')", SEC),
-    ("getattr-built-name", "getattr((), '__cl' + 'ass__')", SEC),
+    ("getattr-class", "getattr((), '__class__').__subclasses__()", SEC),
+    ("getattr-built-name", "getattr(getattr((), '__cl' + 'ass__'), '__ba' + 'se__')", SEC),
     ("type-mro", "type(()).mro()", SEC),
     ("getattr-mro", "getattr(type(()), 'mro')()", SEC),
     ("object-subclasses", "object.__subclasses__()", SEC),
     ("type-subclasses-call", "type.__subclasses__(object)", SEC),
     ("int-base", "int.__base__", SEC),
-    ("hasattr-dunder", "hasattr(1, '__class__')", SEC),
+    ("hasattr-dunder", "hasattr(1, '__subclasshook__')", SEC),
     ("type-three-args", "type('X', (), {'y': 1})", SEC),
     ("metaclass-subclass-type", "class M(type):\n    pass", SEC),
     ("metaclass-keyword", "class X(metaclass=type):\n    pass", SEC),
@@ -44,9 +44,13 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("format-class", "'{0.__class__.__base__}'.format(1)", SEC),
     ("format-globals", "def f():\n    pass\n'{0.__globals__}'.format(f)", SEC),
     ("format-map", "'{a.__init__.__globals__}'.format_map({'a': 1})", SEC),
-    ("format-type-level", "str.format('{0.__class__}', 1)", SEC),
+    ("format-type-level", "str.format('{0.__class__.__base__}', 1)", SEC),
     ("format-gi-frame", "def g():\n    yield 1\n'{0.gi_frame}'.format(g())", SEC),
-    ("string-formatter", "import string\nstring.Formatter().format('{0.__class__}', 1)", SEC),
+    (
+        "string-formatter",
+        "import string\nstring.Formatter().format('{0.__class__.__mro__}', 1)",
+        SEC,
+    ),
     (
         "string-formatter-vformat",
         "import string\nstring.Formatter().vformat('{0.__dict__}', (1,), {})",
@@ -56,7 +60,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("super-format", "super(str, 'x').format('{0.__class__}', 1)", SEC),
     ("format-width-bomb", "'{:>999999999}'.format(1)", LIMIT),
     ("format-literal-wide-spec", "'{0:{1}}'.format(1, 999999999)", LIMIT),
-    ("format-literal-index-path", "'{0[0].__class__}'.format([1])", SEC),
+    ("format-literal-index-path", "'{0[0].__class__.__bases__}'.format([1])", SEC),
     ("replace-literal-growth", "('a' * 10**6).replace('a', 'bb' * 600)", LIMIT),
     ("ljust-variable-width", "w = 10**10\n'x'.ljust(w)", LIMIT),
     ("fstring-width-bomb", "w = 999999999\nf'{1:>{w}}'", LIMIT),
@@ -73,7 +77,11 @@ ATTACKS: list[tuple[str, str, str]] = [
         "try:\n    1/0\nexcept Exception as e:\n    getattr(e, '__traceback__')",
         SEC,
     ),
-    ("exception-context", "try:\n    1/0\nexcept Exception as e:\n    e.__context__", SEC),
+    (
+        "exception-context",
+        "try:\n    1/0\nexcept Exception as e:\n    getattr(e.__context__, '__traceback__')",
+        SEC,
+    ),
     ("function-code", "def f():\n    pass\nf.__code__", SEC),
     ("function-globals", "def f():\n    pass\ngetattr(f, '__globals__')", SEC),
     ("closure-cells", "def outer():\n    x = 1\n    return lambda: x\nouter().__closure__", SEC),
@@ -88,7 +96,12 @@ ATTACKS: list[tuple[str, str, str]] = [
         "try:\n    (1).nope\nexcept AttributeError as e:\n    getattr(e, 'obj')",
         SEC,
     ),
-    ("except-star", "try:\n    pass\nexcept* ValueError:\n    pass", SEC),
+    (
+        "except-star",
+        "try:\n    raise ExceptionGroup('g', [ValueError()])\nexcept* ValueError as eg:\n"
+        "    getattr(eg, '__traceback__')",
+        SEC,
+    ),
     (
         "match-class-frame",
         "def g():\n    yield 1\nmatch g():\n    case object(gi_frame=f):\n        f",
@@ -127,7 +140,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("eval", "eval('1')", SEC),
     ("exec", "exec('1')", SEC),
     ("compile", "compile('1', 'x', 'exec')", RUN),
-    ("globals", "globals()", RUN),
+    ("globals", "globals()['_getattr_']", RUN),
     ("vars", "vars()", RUN),
     ("breakpoint", "breakpoint()", SEC),
     ("system-exit", "raise SystemExit(0)", RUN),
@@ -138,9 +151,9 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("descriptor-get", "class D:\n    def __get__(self, obj, kind):\n        return 1", SEC),
     ("del-method", "class D:\n    def __del__(self):\n        pass", SEC),
     ("getattribute", "class D:\n    def __getattribute__(self, name):\n        return 1", SEC),
-    ("init-subclass", "class D:\n    def __init_subclass__(cls):\n        pass", SEC),
+    ("set-name", "class D:\n    def __set_name__(self, owner, name):\n        pass", SEC),
     ("reduce", "class D:\n    def __reduce__(self):\n        return (print, ('x',))", SEC),
-    ("class-dunder-attribute", "class D:\n    __slots__ = ()", SEC),
+    ("class-dunder-attribute", "class D:\n    __module__ = 'os'", SEC),
     ("super-with-args-dunder", "super(int, 1).__init__()", SEC),
     (
         "super-two-args",
@@ -153,7 +166,7 @@ ATTACKS: list[tuple[str, str, str]] = [
         "import string\nf = string.Formatter()\nsuper(type(f), f).get_field('0.__class__', (1,), {})",
         SEC,
     ),
-    ("str-format-unbound", "f = str.format\nf('{0.__class__}', 1)", SEC),
+    ("str-format-unbound", "f = str.format\nf('{0.__class__.__subclasses__}', 1)", SEC),
     ("join-bomb-generator", "''.join('x' * 10**6 for _ in range(10**4))", LIMIT),
     ("staticmethod-func", "s = staticmethod(len)\ns.__func__", SEC),
     # Writes to what the host owns
@@ -161,7 +174,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("setattr-facade", "import math\nsetattr(math, 'pi', 3)", SEC),
     ("write-builtin-type", "str.upper = len", SEC),
     ("write-bound-tool", "add.x = 1", SEC),
-    ("print-to-file", "import json\nprint('x', file=json)", SEC),
+    ("print-to-file", "import json\nprint('x', file=json)", RUN),
     # Bound tools expose nothing of the host
     ("tool-private-attr", "add._dispatch", SEC),
     ("tool-private-getattr", "getattr(add, '_dispatch')", SEC),
@@ -245,10 +258,21 @@ def test_a_script_object_as_result_becomes_its_repr_inside_the_sandbox(
 
 
 def test_raising_system_exit_leaves_the_host_running(run: Callable[[str], ScriptOutcome]) -> None:
+    outcome = run("raise SystemExit(3)")
+    assert outcome.error is not None
+    assert outcome.error.kind == "SystemExit"
+    assert run("'still here'").value == "still here"
+
+
+def test_a_missing_module_is_an_import_error_the_script_can_catch(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    modules_before = set(sys.modules)
     outcome = run(
-        "try:\n    raise SystemExit(3)\nexcept NameError:\n    r = 'no SystemExit here'\nr"
+        "try:\n    import os\nexcept ImportError as e:\n    r = (type(e).__name__, e.name)\nr"
     )
-    assert outcome.value == "no SystemExit here"
+    assert outcome.value == ["ModuleNotFoundError", "os"]
+    assert "os" not in set(sys.modules) - modules_before
 
 
 def test_the_sandbox_never_imports_os_for_a_script(run: Callable[[str], ScriptOutcome]) -> None:

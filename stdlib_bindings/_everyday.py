@@ -1,0 +1,650 @@
+"""The everyday modules agents import: text and data formats, time, small utilities.
+
+Each facade lists its members by name, as in ``_modules.py``. What was changed on
+the way in, and why:
+
+- ``io``: buffers whose ``seek`` cannot move far past their end (a write there
+  would allocate the gap in one C call); no ``getbuffer`` (a view of the buffer).
+- ``csv``: readers tick (a C loop over a long input can be interrupted); no
+  ``register_dialect`` or ``field_size_limit`` (state every session shares).
+- ``zlib``: ``decompress`` stops at the run's sequence limit (a small bomb would
+  otherwise expand in one C call).
+- ``time``: ``sleep`` in short slices, so the run's limits still stop it; no
+  ``process_time`` (the host's CPU). ``strftime`` refuses wide fields.
+- ``operator``: ``attrgetter`` and ``methodcaller`` read through the guard; the sized
+  operators (``mul``, ``pow``, ``lshift``, ``mod``, ``concat``) go through the guards.
+- ``contextlib``: ``ExitStack`` and ``suppress`` never suppress a limit; no
+  ``redirect_stdout`` (the host's stream).
+- ``queue``: single-thread queues without locks; a ``get`` that would wait forever
+  raises ``Empty`` instead of hanging the run in a lock no interrupt reaches.
+- ``pprint.pprint`` prints where the script's ``print`` prints.
+"""
+
+from __future__ import annotations
+import __future__
+
+import abc
+import array
+import binascii
+import calendar
+import collections
+import collections.abc
+import contextlib
+import csv
+import decimal
+import heapq
+import html
+import io
+import keyword
+import numbers
+import operator
+import pprint
+import re
+import secrets
+import time
+import tomllib
+import types
+import urllib.parse
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from codeact._sandbox._errors import LimitExceeded, SandboxStop
+from codeact._sandbox._guards import Guards, ticking
+from codeact._sandbox._ownership import register_base, register_readable
+
+from ._facade import Facade, pick
+
+MAX_SEEK_GAP = 1_000_000
+MAX_SLEEP_SLICE = 0.01
+MAX_TOKEN_BYTES = 1 << 20
+MAX_PPRINT_WIDTH = 10_000
+MAX_CALENDAR_WIDTH = 200
+MAX_DECIMAL_PRECISION = 10_000
+_WIDE_FIELD = re.compile(r"%[-_0^#]*\d{4,}")
+
+
+# io ------------------------------------------------------------------------------------
+
+
+def _end_of(buffer: io.StringIO | io.BytesIO) -> int:
+    here = buffer.tell()
+    end = type(buffer).__mro__[1].seek(buffer, 0, 2)  # type: ignore[attr-defined]
+    type(buffer).__mro__[1].seek(buffer, here)  # type: ignore[attr-defined]
+    return int(end)
+
+
+def _check_seek(buffer: io.StringIO | io.BytesIO, pos: Any, whence: int) -> None:
+    if not isinstance(pos, int):
+        return
+    base = {0: 0, 1: buffer.tell(), 2: _end_of(buffer)}.get(whence, 0)
+    if base + pos > _end_of(buffer) + MAX_SEEK_GAP:
+        raise LimitExceeded("sequence size", "seek() far past the end of the buffer")
+
+
+class StringIO(io.StringIO):
+    """``io.StringIO`` whose position cannot be moved far past its end."""
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        _check_seek(self, pos, whence)
+        return super().seek(pos, whence)
+
+
+class BytesIO(io.BytesIO):
+    """``io.BytesIO`` whose position cannot be moved far past its end; no buffer views."""
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        _check_seek(self, pos, whence)
+        return super().seek(pos, whence)
+
+    def getbuffer(self) -> memoryview:  # a view writes behind the guards, and holds .obj
+        raise AttributeError("getbuffer() is not available in scripts")
+
+
+# csv -----------------------------------------------------------------------------------
+
+
+def _csv_reader(source: Any, *args: Any, **kwargs: Any) -> Iterator[list[str]]:
+    return ticking(csv.reader(source, *args, **kwargs))
+
+
+# zlib ----------------------------------------------------------------------------------
+
+
+def _zlib_decompress(guards: Guards) -> Callable[..., bytes]:
+    def decompress(data: Any, wbits: int = zlib.MAX_WBITS, bufsize: int = 16384) -> bytes:
+        limit = guards.limits.max_sequence_items
+        inflater = zlib.decompressobj(wbits)
+        out = inflater.decompress(data, limit + 1)
+        if len(out) > limit or inflater.unconsumed_tail:
+            raise LimitExceeded("sequence size", f"the data decompresses past {limit:,} bytes")
+        out += inflater.flush()
+        if not inflater.eof:
+            raise zlib.error("Error -5 while decompressing data: incomplete or truncated stream")
+        return out
+
+    return decompress
+
+
+# time ----------------------------------------------------------------------------------
+
+
+def _sleep(seconds: float) -> None:
+    """``time.sleep`` in slices: the watchdog's interrupt lands between two of them."""
+    if not isinstance(seconds, int | float):
+        raise TypeError(f"'{type(seconds).__name__}' object cannot be interpreted as an integer")
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    end = time.monotonic() + seconds
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, MAX_SLEEP_SLICE))
+
+
+def _strftime(template: str, *when: Any) -> str:
+    if isinstance(template, str) and _WIDE_FIELD.search(template):
+        raise LimitExceeded("format width", "strftime() fields wider than 999")
+    return time.strftime(template, *when)
+
+
+# operator ------------------------------------------------------------------------------
+
+_INPLACE_NAMES = {
+    f"i{name}": f"{op}="
+    for name, op in (
+        ("add", "+"),
+        ("sub", "-"),
+        ("mul", "*"),
+        ("truediv", "/"),
+        ("floordiv", "//"),
+        ("mod", "%"),
+        ("pow", "**"),
+        ("lshift", "<<"),
+        ("rshift", ">>"),
+        ("and", "&"),
+        ("or", "|"),
+        ("xor", "^"),
+    )
+}
+
+
+def _operator_members(guards: Guards) -> dict[str, Any]:
+    members = pick(
+        operator,
+        "lt le eq ne ge gt not_ truth is_ is_not abs add and_ floordiv index inv invert neg "
+        "or_ pos sub truediv xor contains countOf indexOf getitem itemgetter length_hint "
+        "matmul call",
+    )
+
+    def attrgetter(*names: str) -> Callable[[Any], Any]:
+        def read(obj: Any, path: str) -> Any:
+            for part in path.split("."):
+                obj = guards.getattr(obj, part)
+            return obj
+
+        if len(names) == 1:
+            return lambda obj: read(obj, names[0])
+        return lambda obj: tuple(read(obj, name) for name in names)
+
+    def methodcaller(name: str, /, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+        return lambda obj: guards.getattr(obj, name)(*args, **kwargs)
+
+    def setitem(obj: Any, key: Any, value: Any) -> None:
+        guards.write(obj)[key] = value
+
+    def delitem(obj: Any, key: Any) -> None:
+        del guards.write(obj)[key]
+
+    def concat(a: Any, b: Any) -> Any:
+        if not hasattr(a, "__getitem__"):
+            raise TypeError(f"'{type(a).__name__}' object can't be concatenated")
+        return guards.inplace("+=", a[:] if isinstance(a, list) else a, b)
+
+    def inplace(op: str) -> Callable[[Any, Any], Any]:
+        return lambda a, b: guards.inplace(op, a, b)
+
+    members.update(
+        attrgetter=attrgetter,
+        methodcaller=methodcaller,
+        setitem=setitem,
+        delitem=delitem,
+        mul=guards.mul,
+        pow=guards.power,
+        lshift=guards.lshift,
+        rshift=operator.rshift,
+        mod=guards.mod,
+        concat=concat,
+        iconcat=inplace("+="),
+    )
+    for name, op in _INPLACE_NAMES.items():
+        members[name] = inplace(op)
+    return members
+
+
+# contextlib ----------------------------------------------------------------------------
+
+
+class ExitStack(contextlib.ExitStack):
+    """``contextlib.ExitStack`` whose callbacks may suppress the script's errors, not a limit."""
+
+    def __exit__(self, *details: Any) -> bool:
+        suppressed = super().__exit__(*details)
+        return bool(suppressed) and not isinstance(details[1], SandboxStop)
+
+
+class suppress(contextlib.suppress):
+    """``contextlib.suppress``, which never suppresses a limit."""
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+        return not isinstance(error, SandboxStop) and super().__exit__(kind, error, traceback)
+
+
+# queue ---------------------------------------------------------------------------------
+
+
+class Empty(Exception):
+    """Raised by ``get`` on an empty queue (blocking would wait forever in one thread)."""
+
+
+class Full(Exception):
+    """Raised by ``put`` on a full queue."""
+
+
+class Queue:
+    """``queue.Queue`` for one thread: FIFO, no locks, nothing that waits."""
+
+    def __init__(self, maxsize: int = 0) -> None:
+        self.maxsize = maxsize
+        self._items: Any = self._make()
+        self._unfinished = 0
+
+    def _make(self) -> Any:
+        return collections.deque()
+
+    def _push(self, item: Any) -> None:
+        self._items.append(item)
+
+    def _pop(self) -> Any:
+        return self._items.popleft()
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def full(self) -> bool:
+        return 0 < self.maxsize <= len(self._items)
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        if self.full():
+            raise Full
+        self._push(item)
+        self._unfinished += 1
+
+    def put_nowait(self, item: Any) -> None:
+        self.put(item, False)
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        if not self._items:
+            raise Empty
+        return self._pop()
+
+    def get_nowait(self) -> Any:
+        return self.get(False)
+
+    def task_done(self) -> None:
+        if self._unfinished <= 0:
+            raise ValueError("task_done() called too many times")
+        self._unfinished -= 1
+
+    def join(self) -> None:
+        if self._unfinished:
+            raise RuntimeError("join() would wait forever: no other thread can finish the tasks")
+
+
+class LifoQueue(Queue):
+    """``queue.LifoQueue`` for one thread."""
+
+    def _make(self) -> Any:
+        return []
+
+    def _pop(self) -> Any:
+        return self._items.pop()
+
+
+class PriorityQueue(Queue):
+    """``queue.PriorityQueue`` for one thread."""
+
+    def _make(self) -> Any:
+        return []
+
+    def _push(self, item: Any) -> None:
+        heapq.heappush(self._items, item)
+
+    def _pop(self) -> Any:
+        return heapq.heappop(self._items)
+
+
+class SimpleQueue(Queue):
+    """``queue.SimpleQueue`` for one thread."""
+
+
+# decimal -------------------------------------------------------------------------------
+
+
+class Context(decimal.Context):
+    """``decimal.Context`` whose precision stays within what a run may compute."""
+
+    def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
+        _check_precision(prec)
+        super().__init__(prec, *args, **kwargs)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "prec":
+            _check_precision(value)
+        super().__setattr__(name, value)
+
+    def copy(self) -> Context:
+        return _script_context(self)
+
+
+def _check_precision(prec: Any) -> None:
+    if isinstance(prec, int) and prec > MAX_DECIMAL_PRECISION:
+        raise LimitExceeded("decimal precision", f"precision above {MAX_DECIMAL_PRECISION:,}")
+
+
+def _script_context(source: decimal.Context) -> Context:
+    return Context(
+        prec=source.prec,
+        rounding=source.rounding,
+        Emin=source.Emin,
+        Emax=source.Emax,
+        capitals=source.capitals,
+        clamp=source.clamp,
+        flags=[s for s, on in source.flags.items() if on],
+        traps=[s for s, on in source.traps.items() if on],
+    )
+
+
+class localcontext:
+    """``decimal.localcontext``: a script context for the block, the old one restored after."""
+
+    def __init__(self, ctx: decimal.Context | None = None, **settings: Any) -> None:
+        if set(settings) - {"prec", "rounding"}:
+            raise LimitExceeded("decimal context", "only prec and rounding may be set in scripts")
+        self._new = _script_context(ctx if ctx is not None else decimal.getcontext())
+        for name, value in settings.items():
+            setattr(self._new, name, value)
+        self._saved: decimal.Context | None = None
+
+    def __enter__(self) -> Context:
+        self._saved = decimal.getcontext()
+        decimal.setcontext(self._new)
+        return self._new
+
+    def __exit__(self, *details: Any) -> None:
+        if self._saved is not None:
+            decimal.setcontext(self._saved)
+
+
+# secrets, pprint, calendar -------------------------------------------------------------
+
+
+def _bounded_bytes(function: Callable[..., Any]) -> Callable[..., Any]:
+    def bounded(nbytes: int | None = None) -> Any:
+        if isinstance(nbytes, int) and nbytes > MAX_TOKEN_BYTES:
+            raise LimitExceeded("sequence size", f"more than {MAX_TOKEN_BYTES:,} random bytes")
+        return function(nbytes)
+
+    return bounded
+
+
+def _randbits(k: int) -> int:
+    if isinstance(k, int) and k > MAX_TOKEN_BYTES * 8:
+        raise LimitExceeded("integer size", f"randbits({k:,}) asks for too many bits")
+    return secrets.randbits(k)
+
+
+def _check_layout(options: dict[str, Any], limit: int, *names: str) -> None:
+    for name in names:
+        value = options.get(name)
+        if isinstance(value, int) and value > limit:
+            raise LimitExceeded("format width", f"{name}={value:,} is above {limit:,}")
+
+
+def _pformat(obj: Any, *args: Any, **options: Any) -> str:
+    for name, value in zip(("indent", "width", "depth"), args, strict=False):
+        options[name] = value
+    _check_layout(options, MAX_PPRINT_WIDTH, "indent", "width")
+    return pprint.pformat(obj, **options)
+
+
+def _pprint_members(guards: Guards) -> dict[str, Any]:
+    def pprint_(obj: Any, *args: Any, **options: Any) -> None:
+        options.pop("stream", None)  # the script's output is where it prints
+        guards.emit(_pformat(obj, *args, **options) + "\n")
+
+    return {
+        "pformat": _pformat,
+        "pprint": pprint_,
+        "pp": pprint_,
+        **pick(pprint, "saferepr isreadable isrecursive"),
+    }
+
+
+def _calendar_text(function: Callable[..., str]) -> Callable[..., str]:
+    def text(*args: Any, **options: Any) -> str:
+        for value in (*args[2:], *options.values()):
+            if isinstance(value, int) and value > MAX_CALENDAR_WIDTH:
+                raise LimitExceeded("format width", f"calendar widths above {MAX_CALENDAR_WIDTH}")
+        return function(*args, **options)
+
+    return text
+
+
+# The facades ---------------------------------------------------------------------------
+
+
+def _collections_abc() -> Facade:
+    return Facade(
+        "collections.abc",
+        pick(
+            collections.abc,
+            "Container Hashable Iterable Iterator Reversible Generator Sized Callable "
+            "Collection Sequence MutableSequence Set MutableSet Mapping MutableMapping "
+            "MappingView KeysView ItemsView ValuesView Awaitable Coroutine AsyncIterable "
+            "AsyncIterator AsyncGenerator",
+        ),
+    )
+
+
+def _urllib_parse() -> Facade:
+    return Facade(
+        "urllib.parse",
+        pick(
+            urllib.parse,
+            "urlparse urlsplit urlunparse urlunsplit urljoin urldefrag urlencode quote "
+            "quote_plus quote_from_bytes unquote unquote_plus unquote_to_bytes parse_qs "
+            "parse_qsl ParseResult SplitResult DefragResult",
+        ),
+    )
+
+
+def static_everyday_facades() -> dict[str, Facade]:
+    """The facades of this module that hold no per-session state."""
+    collections_abc = _collections_abc()
+    parse = _urllib_parse()
+    return {
+        "__future__": Facade("__future__", {"annotations": __future__.annotations}),
+        "collections.abc": collections_abc,
+        "urllib.parse": parse,
+        "urllib": Facade("urllib", {"parse": parse}),
+        "io": Facade("io", {"StringIO": StringIO, "BytesIO": BytesIO}),
+        "csv": Facade(
+            "csv",
+            {
+                **pick(
+                    csv,
+                    "writer DictWriter Error Dialect excel excel_tab unix_dialect "
+                    "QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE QUOTE_NONNUMERIC",
+                ),
+                "reader": _csv_reader,
+                "DictReader": csv.DictReader,
+            },
+        ),
+        "binascii": Facade(
+            "binascii",
+            pick(
+                binascii,
+                "hexlify unhexlify b2a_hex a2b_hex b2a_base64 a2b_base64 crc32 crc_hqx "
+                "Error Incomplete",
+            ),
+        ),
+        "tomllib": Facade("tomllib", pick(tomllib, "loads load TOMLDecodeError")),
+        "html": Facade("html", pick(html, "escape unescape")),
+        "calendar": Facade(
+            "calendar",
+            {
+                **pick(
+                    calendar,
+                    "isleap leapdays monthrange weekday monthcalendar timegm firstweekday "
+                    "month_name month_abbr day_name day_abbr MONDAY TUESDAY WEDNESDAY "
+                    "THURSDAY FRIDAY SATURDAY SUNDAY IllegalMonthError IllegalWeekdayError",
+                ),
+                "month": _calendar_text(calendar.month),
+                "calendar": _calendar_text(calendar.calendar),
+            },
+        ),
+        "keyword": Facade(
+            "keyword",
+            {
+                **pick(keyword, "iskeyword issoftkeyword"),
+                "kwlist": tuple(keyword.kwlist),
+                "softkwlist": tuple(keyword.softkwlist),
+            },
+        ),
+        "array": Facade("array", {"array": array.array, "typecodes": array.typecodes}),
+        "queue": Facade(
+            "queue",
+            {
+                "Queue": Queue,
+                "LifoQueue": LifoQueue,
+                "PriorityQueue": PriorityQueue,
+                "SimpleQueue": SimpleQueue,
+                "Empty": Empty,
+                "Full": Full,
+            },
+        ),
+        "secrets": Facade(
+            "secrets",
+            {
+                **pick(secrets, "choice randbelow compare_digest"),
+                "randbits": _randbits,
+                "token_bytes": _bounded_bytes(secrets.token_bytes),
+                "token_hex": _bounded_bytes(secrets.token_hex),
+                "token_urlsafe": _bounded_bytes(secrets.token_urlsafe),
+            },
+        ),
+        "time": Facade(
+            "time",
+            {
+                **pick(
+                    time,
+                    "time time_ns monotonic monotonic_ns perf_counter perf_counter_ns gmtime "
+                    "localtime mktime asctime ctime strptime struct_time timezone altzone "
+                    "daylight tzname",
+                ),
+                "sleep": _sleep,
+                "strftime": _strftime,
+            },
+        ),
+        "contextlib": Facade(
+            "contextlib",
+            {
+                **pick(
+                    contextlib,
+                    "contextmanager asynccontextmanager nullcontext closing aclosing",
+                ),
+                "ExitStack": ExitStack,
+                "suppress": suppress,
+            },
+        ),
+        "types": Facade(
+            "types", {"SimpleNamespace": types.SimpleNamespace, "NoneType": type(None)}
+        ),
+        "abc": Facade("abc", pick(abc, "ABC abstractmethod")),
+        "numbers": Facade("numbers", pick(numbers, "Number Complex Real Rational Integral")),
+    }
+
+
+def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
+    """The facades of this module that hold a session's guards."""
+    return {
+        "operator": Facade("operator", _operator_members(guards)),
+        "zlib": Facade(
+            "zlib",
+            {
+                **pick(zlib, "compress crc32 adler32 error MAX_WBITS DEFLATED"),
+                "decompress": _zlib_decompress(guards),
+            },
+        ),
+        "pprint": Facade("pprint", _pprint_members(guards)),
+    }
+
+
+def _register() -> None:
+    register_readable(StringIO, BytesIO, writable=False)
+    register_readable(
+        type(csv.writer(StringIO())),
+        csv.DictWriter,
+        csv.Dialect,
+        type(csv.reader([])),
+        urllib.parse.ParseResult,
+        urllib.parse.SplitResult,
+        urllib.parse.DefragResult,
+        time.struct_time,
+        contextlib.nullcontext,
+        contextlib.closing,
+        ExitStack,
+        suppress,
+        localcontext,
+        type(calendar.month_name),
+        type(calendar.day_name),
+    )
+    register_readable(csv.DictReader, names=("fieldnames", "line_num", "restkey", "restval"))
+    register_readable(Queue, LifoQueue, PriorityQueue, SimpleQueue, writable=True)
+    register_readable(array.array, types.SimpleNamespace, Context, writable=True)
+    register_base(
+        abc.ABC,
+        Empty,
+        Full,
+        csv.Error,
+        tomllib.TOMLDecodeError,
+        *(
+            getattr(collections.abc, name)
+            for name in [
+                "Container",
+                "Hashable",
+                "Iterable",
+                "Iterator",
+                "Reversible",
+                "Sized",
+                "Callable",
+                "Collection",
+                "Sequence",
+                "MutableSequence",
+                "Set",
+                "MutableSet",
+                "Mapping",
+                "MutableMapping",
+            ]
+        ),
+    )
+
+
+_register()
+
+__all__ = ["Context", "localcontext", "session_everyday_facades", "static_everyday_facades"]

@@ -1,0 +1,220 @@
+"""The surface opened for ordinary Python, attacked: async code, dunders, new modules.
+
+Each attack aims at what the new surface could hand out (a coroutine's frame, a task's
+loop, a host object's namespace, a limit swallowed by a task) and must be refused with
+the expected code, on both executors. The limits must hold inside async code too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from codeact._sandbox import Limits, ScriptOutcome
+
+from .conftest import SECRET, Runner
+
+SEC = "CODE_SECURITY_VIOLATION"
+RUN = "CODE_RUNTIME_ERROR"
+LIMIT = "CODE_RESOURCE_LIMIT"
+
+CORO = "async def c():\n    return 1\n"
+AGEN = "async def g():\n    yield 1\n"
+TASK = "import asyncio\n" + CORO + "t = asyncio.create_task(c())\nawait t\n"
+
+ATTACKS: list[tuple[str, str, str]] = [
+    # Frames and code of coroutines and async generators
+    ("ag-frame", AGEN + "g().ag_frame", SEC),
+    ("ag-frame-getattr", AGEN + "getattr(g(), 'ag_' + 'frame')", SEC),
+    ("ag-code", AGEN + "getattr(g(), 'ag_code')", SEC),
+    ("ag-await", AGEN + "getattr(g(), 'ag_await')", SEC),
+    ("cr-frame", CORO + "x = c()\ngetattr(x, 'cr_frame')", SEC),
+    ("cr-code", CORO + "x = c()\nx.cr_code", SEC),
+    ("cr-await", CORO + "x = c()\ngetattr(x, 'cr_await')", SEC),
+    ("cr-origin", CORO + "x = c()\ngetattr(x, 'cr_origin')", SEC),
+    ("coroutine-class", CORO + "type(c()).__subclasses__()", SEC),
+    # asyncio internals
+    ("task-get-coro", TASK + "t.get_coro()", SEC),
+    ("task-get-loop", TASK + "t.get_loop()", SEC),
+    ("task-callbacks", TASK + "t._callbacks", SEC),
+    ("task-loop-private", TASK + "getattr(t, '_loop')", SEC),
+    ("task-stack", TASK + "t.get_stack()", SEC),
+    (
+        "future-loop",
+        "import asyncio\nf = asyncio.ensure_future(asyncio.sleep(0))\nawait f\nf._loop",
+        SEC,
+    ),
+    ("get-event-loop", "import asyncio\nasyncio.get_event_loop()", RUN),
+    ("get-running-loop", "import asyncio\nasyncio.get_running_loop()", RUN),
+    ("asyncio-events-module", "import asyncio\nasyncio.events", RUN),
+    ("asyncio-to-thread", "import asyncio\nasyncio.to_thread", RUN),
+    ("create-task-outside-loop", CORO + "import asyncio\nasyncio.create_task(c())", RUN),
+    ("gather-outside-loop", CORO + "import asyncio\nasyncio.gather(c())", RUN),
+    ("taskgroup-private", "import asyncio\nasyncio.TaskGroup()._tasks", SEC),
+    ("event-waiters", "import asyncio\nasyncio.Event()._waiters", SEC),
+    ("queue-internals", "import asyncio\ngetattr(asyncio.Queue(), '_queue')", SEC),
+    # await on host objects
+    ("await-facade", "import json\nawait json", RUN),
+    ("await-builtin", "await len", RUN),
+    ("await-tool-object", "await add", RUN),
+    # Dunders that would reach the host
+    ("class-of-facade-builds", "import json\ntype(json)('x', {})", SEC),
+    ("class-dunder-base", "(1).__class__.__base__", SEC),
+    ("class-dunder-mro", "getattr(''.__class__, '__mro__')", SEC),
+    ("dict-of-host-object", "import collections\ncollections.Counter().__dict__", SEC),
+    ("dict-of-script-class", "class A:\n    pass\nA.__dict__", SEC),
+    ("dict-of-function", "def f():\n    pass\nf.__dict__", SEC),
+    ("vars-of-facade", "import json\nvars(json)", RUN),
+    ("match-args-of-host", "import datetime\ndatetime.date.__match_args__", SEC),
+    ("context-traceback", "try:\n    1/0\nexcept Exception as e:\n    e.__traceback__", SEC),
+    (
+        "cause-traceback",
+        "try:\n    try:\n        1/0\n    except Exception as e:\n        raise ValueError() from e\n"
+        "except ValueError as v:\n    getattr(v.__cause__, '__traceback__')",
+        SEC,
+    ),
+    (
+        "getattr-dunder-in-script-class",
+        "class P:\n    def __getattr__(self, n):\n        return n\nP().__globals__",
+        SEC,
+    ),
+    ("getattribute", "class P:\n    def __getattribute__(self, n):\n        return n", SEC),
+    ("del-finaliser", "class P:\n    def __del__(self):\n        pass", SEC),
+    ("new-host-object", "class P:\n    def __new__(cls):\n        return cls", SEC),
+    ("await-dunder", "class P:\n    def __await__(self):\n        yield", SEC),
+    ("class-getitem", "class P:\n    def __class_getitem__(cls, k):\n        pass", SEC),
+    ("module-dunder-write", "class P:\n    __module__ = 'os'", SEC),
+    (
+        "globals-hides-guards",
+        "'_getattr_' in globals() or '__builtins__' in globals() or 1 / 0",
+        RUN,
+    ),
+    ("locals-through-host-frame", "next(iter(locals, None))", SEC),
+    ("init-subclass-keyword", "class A:\n    pass\nclass B(A, metaclass=type):\n    pass", SEC),
+    # The new modules
+    ("attrgetter-dunder", "import operator\noperator.attrgetter('__globals__')(len)", SEC),
+    ("attrgetter-private", "import operator\noperator.attrgetter('_dispatch')(add)", SEC),
+    ("methodcaller-dunder", "import operator\noperator.methodcaller('__reduce_ex__', 2)(1)", SEC),
+    ("setitem-facade-internals", "import operator, json\noperator.setitem(json, 'x', 1)", SEC),
+    (
+        "contextmanager-gen",
+        "import contextlib\n@contextlib.contextmanager\ndef m():\n    yield\nm().gen",
+        SEC,
+    ),
+    ("stringio-getbuffer", "import io\nio.BytesIO(b'x').getbuffer()", RUN),
+    ("seek-bomb", "import io\nb = io.BytesIO()\nb.seek(10**10)\nb.write(b'x')", LIMIT),
+    ("stringio-seek-bomb", "import io\ns = io.StringIO()\ns.seek(10**10)\ns.write('x')", LIMIT),
+    (
+        "zlib-bomb",
+        "import zlib\nzlib.decompress(zlib.compress(b'\\0' * 10**7 + b'\\0' * 10**7))",
+        LIMIT,
+    ),
+    ("array-repeat-bomb", "import array\narray.array('b', [0]) * 10**11", LIMIT),
+    ("decimal-precision", "import decimal\ndecimal.Context(prec=10**9)", LIMIT),
+    (
+        "decimal-localcontext-precision",
+        "import decimal\nwith decimal.localcontext() as c:\n    c.prec = 10**9",
+        LIMIT,
+    ),
+    ("strftime-width", "import time\ntime.strftime('%0999999Y')", LIMIT),
+    ("secrets-bomb", "import secrets\nsecrets.token_bytes(10**10)", LIMIT),
+    ("pprint-width", "import pprint\npprint.pformat([1], indent=10**9)", LIMIT),
+    ("calendar-width", "import calendar\ncalendar.month(2024, 1, 10**8)", LIMIT),
+    ("csv-register-dialect", "import csv\ncsv.register_dialect", RUN),
+    ("csv-field-size-limit", "import csv\ncsv.field_size_limit", RUN),
+    ("contextlib-redirect", "import contextlib\ncontextlib.redirect_stdout", RUN),
+    ("time-process-time", "import time\ntime.process_time", RUN),
+    (
+        "exitstack-swallows-limit",
+        "import contextlib\nwith contextlib.ExitStack() as s:\n    s.push(lambda *a: True)\n    'x' * 10**10\n'swallowed'",
+        LIMIT,
+    ),
+    (
+        "suppress-swallows-nothing-of-limits",
+        "import contextlib\nwith contextlib.suppress(Exception):\n    'x' * 10**10\n'swallowed'",
+        LIMIT,
+    ),
+    ("queue-blocking-get", "import queue\nqueue.Queue().get()", RUN),
+    ("future-module-internals", "import __future__\n__future__.annotations.compiler_flag", SEC),
+]
+
+
+@pytest.mark.parametrize(("attack", "script", "code"), ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_attack_is_refused(
+    run: Callable[[str], ScriptOutcome], marker: Path, attack: str, script: str, code: str
+) -> None:
+    outcome = run(script)
+    assert outcome.error is not None, f"{attack} succeeded: {outcome.value!r}"
+    assert outcome.error.code == code, outcome.error
+    assert SECRET not in repr(outcome)
+
+
+LIMITED: list[tuple[str, str]] = [
+    ("async-infinite-loop", "async def f():\n    while True:\n        pass\nawait f()"),
+    (
+        "gather-of-a-thousand-sleeps",
+        "import asyncio\nawait asyncio.gather(*(asyncio.sleep(100) for _ in range(1000)))",
+    ),
+    (
+        "gather-swallowing-the-interrupt",
+        "import asyncio\nasync def spin():\n    while True:\n        pass\n"
+        "while True:\n    await asyncio.gather(spin(), return_exceptions=True)",
+    ),
+    (
+        "task-exception-keeps-the-interrupt",
+        "import asyncio\nasync def spin():\n    while True:\n        pass\n"
+        "while True:\n    t = asyncio.create_task(spin())\n    await asyncio.wait([t])\n"
+        "    t.exception()",
+    ),
+    ("event-never-set", "import asyncio\nawait asyncio.Event().wait()"),
+    (
+        "aexit-swallows",
+        "class S:\n    async def __aenter__(self):\n        return self\n"
+        "    async def __aexit__(self, *a):\n        return True\n"
+        "async with S():\n    while True:\n        pass",
+    ),
+    ("sync-sleep", "import time\ntime.sleep(100)"),
+    ("async-sleep-in-run", "import asyncio\nasyncio.run(asyncio.sleep(100))"),
+    ("asyncio-timeout-loop", "import asyncio\nwhile True:\n    await asyncio.sleep(0)"),
+    (
+        "size-limit-in-a-task",
+        "import asyncio\nasync def big():\n    return 'x' * 10**10\n"
+        "r = await asyncio.gather(big(), return_exceptions=True)\nr",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "script"), LIMITED, ids=[n for n, _ in LIMITED])
+def test_limits_hold_inside_async_code(
+    make_runner: Callable[..., Runner], name: str, script: str
+) -> None:
+    run = make_runner(Limits(wall_seconds=1.0, cpu_seconds=1.0))
+    outcome = run(script)
+    assert outcome.error is not None, f"{name} finished: {outcome.value!r}"
+    assert outcome.error.code == LIMIT, outcome.error
+    assert run("'alive'").value == "alive"  # the session lives on
+
+
+def test_tasks_left_running_are_cancelled_when_the_run_ends(run: Runner) -> None:
+    outcome = run(
+        "import asyncio\nlog = []\nasync def later():\n    try:\n        await asyncio.sleep(10)\n"
+        "    finally:\n        log.append('cancelled')\nasyncio.create_task(later())\n"
+        "await asyncio.sleep(0)\n'done'"
+    )
+    assert outcome.value == "done"
+    assert run("log").value == ["cancelled"]
+
+
+def test_a_script_catches_the_name_errors_it_expects(run: Runner) -> None:
+    outcome = run("try:\n    optional_helper()\nexcept NameError as e:\n    r = e.name\nr")
+    assert outcome.value == "optional_helper"
+
+
+def test_gather_of_plain_values_explains_the_form(run: Runner) -> None:
+    outcome = run(
+        "import asyncio\nvalues = [add(i, 1) for i in range(3)]\nawait asyncio.gather(*values)"
+    )
+    assert outcome.error is not None
+    assert "inside the gather call or after await" in outcome.error.message

@@ -1,0 +1,145 @@
+"""Ordinary Python, judged by CPython: every script of ``oracle/`` must behave the same in
+the sandbox as under a plain ``exec``, on both executors.
+
+A script's behaviour is what it printed, the value of its last expression, and the
+exception that ended it, if any. The reference runs the same source with the same
+tools as plain Python functions (coroutine functions in ``async.scripts``, where
+scripts await them, as the run_code description teaches).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import inspect
+import io
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeact import ToolError
+
+from .conftest import EXECUTORS, Runner
+
+ORACLE = Path(__file__).parent / "oracle"
+MARK = "# === "
+ASYNC_CATEGORY = "async"
+
+
+def load_scripts() -> dict[str, tuple[str, str]]:
+    """``category/name`` -> (category, source), from every ``*.scripts`` file."""
+    scripts: dict[str, tuple[str, str]] = {}
+    for path in sorted(ORACLE.glob("*.scripts")):
+        name = None
+        lines: list[str] = []
+        for line in [*path.read_text().splitlines(), MARK + "end"]:
+            if line.startswith(MARK):
+                if name is not None:
+                    key = f"{path.stem}/{name}"
+                    assert key not in scripts, f"two scripts are named {key}"
+                    scripts[key] = (path.stem, "\n".join(lines).strip() + "\n")
+                name, lines = line[len(MARK) :].strip(), []
+            else:
+                lines.append(line)
+    return scripts
+
+
+SCRIPTS = load_scripts()
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What a script did, in a form both sides can report."""
+
+    output: str
+    value: Any
+    error: str | None
+
+
+def _tools(asynchronous: bool) -> dict[str, Any]:
+    def add(a: int, b: int = 0) -> int:
+        return a + b
+
+    def record(text: str) -> str:
+        return type(text).__name__
+
+    def shared() -> list[int]:
+        return [1, 2, 3]
+
+    def fail(message: str) -> None:
+        raise ToolError(f"RuntimeError: {message}", "TOOL_ERROR")
+
+    plain: dict[str, Callable[..., Any]] = {
+        "add": add,
+        "record": record,
+        "shared": shared,
+        "fail": fail,
+    }
+    if asynchronous:
+        plain = {name: _awaitable(function) for name, function in plain.items()}
+    return {**plain, "ToolError": ToolError}
+
+
+def _awaitable(function: Callable[..., Any]) -> Callable[..., Any]:
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    call.__name__ = function.__name__
+    return call
+
+
+def reference(source: str, category: str) -> Behaviour:
+    """The script under CPython: a plain exec (top-level await allowed, as in the sandbox)."""
+    tree = ast.parse(source)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        assign = ast.Assign([ast.Name("__oracle_value__", ast.Store())], last.value)
+        tree.body[-1] = ast.copy_location(assign, last)
+        ast.fix_missing_locations(tree)
+    code = compile(tree, "<cpython>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    scope: dict[str, Any] = {"__name__": "__main__", **_tools(category == ASYNC_CATEGORY)}
+    printed = io.StringIO()
+    error = None
+    with contextlib.redirect_stdout(printed):
+        try:
+            if code.co_flags & inspect.CO_COROUTINE:
+                asyncio.run(eval(code, scope))
+            else:
+                exec(code, scope)
+        except Exception as caught:
+            text = str(caught)
+            error = f"{type(caught).__name__}: {text}" if text else type(caught).__name__
+    value = None if error else scope.get("__oracle_value__")
+    return Behaviour(printed.getvalue(), json.loads(json.dumps(value, default=repr)), error)
+
+
+def observed(run: Runner, source: str) -> Behaviour:
+    outcome = run(source)
+    error = outcome.error
+    return Behaviour(outcome.output, outcome.value, None if error is None else error.message)
+
+
+@pytest.fixture(scope="module", params=EXECUTORS)
+def oracle_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
+    runner = Runner(kind=request.param)
+    yield runner
+    runner.close()
+
+
+@pytest.mark.parametrize("key", SCRIPTS)
+def test_script_behaves_as_under_cpython(oracle_runner: Runner, key: str) -> None:
+    category, source = SCRIPTS[key]
+    expected = reference(source, category)
+    oracle_runner.reset()
+    assert observed(oracle_runner, source) == expected
+
+
+def test_the_suite_covers_every_category_with_three_hundred_scripts() -> None:
+    categories = {category for category, _ in SCRIPTS.values()}
+    assert {"modules", "dunders", "async", "builtins", "errors"} <= categories
+    assert len(SCRIPTS) >= 300
