@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import gc
 import inspect
@@ -299,6 +300,11 @@ class Sandbox:
         value: JsonValue = None
         failure: ScriptError | None = None
         run.monitor = monitor = RunMonitor(self.limits, self.memory_baseline)
+        # A host loop running in this thread is hidden for the run: the only loop a
+        # script can ever schedule on is its own (asyncio's futures and callbacks would
+        # otherwise run script code on the host's loop, unwatched).
+        host_loop = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(None)
         WATCHDOG.watch(monitor)
         try:
             # Everything the script defined runs in here, watched: the script itself, the
@@ -318,6 +324,7 @@ class Sandbox:
                 failure = self._describe_late(late, monitor.tripped)
         finally:
             WATCHDOG.unwatch(monitor)
+            asyncio.events._set_running_loop(host_loop)
             self._run = None
         if failure is None and monitor.tripped is not None:
             failure = self._describe_late(None, monitor.tripped)

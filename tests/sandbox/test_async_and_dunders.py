@@ -218,3 +218,23 @@ def test_gather_of_plain_values_explains_the_form(run: Runner) -> None:
     )
     assert outcome.error is not None
     assert "inside the gather call or after await" in outcome.error.message
+
+
+@pytest.mark.anyio
+async def test_a_host_loop_in_the_same_thread_is_never_the_scripts() -> None:
+    import asyncio
+
+    from codeact._sandbox import Sandbox
+
+    sandbox = Sandbox(limits=Limits(wall_seconds=2))
+    ran: list[str] = []
+    # Called from inside a running host loop (a caller that blocks it): a coroutine the
+    # script drives by hand finds no loop, rather than the host's.
+    outcome = sandbox.run(
+        "import asyncio\nasync def c():\n    await asyncio.sleep(0.01)\nc().send(None)"
+    )
+    ran.append("host loop still here" if asyncio.get_running_loop() else "")
+    assert outcome.error is not None
+    assert "no running event loop" in outcome.error.message
+    assert ran == ["host loop still here"]
+    sandbox.close()
