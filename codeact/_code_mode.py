@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import contextvars
 import itertools
 from collections.abc import Mapping
@@ -14,7 +13,7 @@ from ._dispatch import current_invocation
 from ._exceptions import ToolError
 from ._executors import Executor
 from ._json import FrozenJson, JsonValue, dumps
-from ._precheck import check_script, defined_names
+from ._precheck import check_script, script_names
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult
@@ -202,11 +201,8 @@ def run_code_tool(
     )
 
 
-def _names_defined(code: str) -> set[str]:
-    try:
-        return defined_names(ast.parse(code))
-    except (SyntaxError, ValueError, RecursionError):
-        return set()
+def _names_defined(code: str) -> frozenset[str]:
+    return script_names(code)
 
 
 def render_success(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:

@@ -132,7 +132,9 @@ def _validate_arguments(invocation: Invocation) -> dict[str, Any]:
             f"matching the parameters of {invocation.name!r}",
         )
     plain = thaw(arguments)
-    problem = describe_errors(invocation.tool.parameter_validator, plain)
+    problem = describe_errors(
+        invocation.tool.parameter_validator, plain, schema=invocation.tool.parameters
+    )
     if problem is not None:
         raise Rejection(
             ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {invocation.name!r}: {problem}"
@@ -200,7 +202,7 @@ def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
         ) from None
     validator = invocation.tool.output_validator
     if validator is not None:
-        problem = describe_errors(validator, value)
+        problem = describe_errors(validator, value, schema=invocation.tool.output_schema)
         if problem is not None:
             raise Rejection(
                 ErrorCode.INVALID_OUTPUT,

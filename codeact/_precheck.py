@@ -5,10 +5,13 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ._exceptions import ErrorCode
+
+ANALYSIS_CACHE_SIZE = 512
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,6 +44,59 @@ def defined_names(tree: ast.AST) -> set[str]:
     return names
 
 
+@dataclass(frozen=True, slots=True)
+class _Analysis:
+    """What the checks need of one source, found once: agents send the same scripts again."""
+
+    defined: frozenset[str]
+    calls: tuple[ast.Call, ...]  # calls of a plain name
+    guarded: frozenset[int]  # lines inside a try that catches NameError
+    listed_calls: tuple[tuple[str, str], ...]  # name = [f(x) for ...]: (name, f)
+    handed: tuple[tuple[int, str, str], ...]  # gather(*name): (line, gather, name)
+
+
+@functools.lru_cache(maxsize=ANALYSIS_CACHE_SIZE)
+def _analysis(source: str) -> _Analysis | None:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    calls: list[ast.Call] = []
+    listed: list[tuple[str, str]] = []
+    handed: list[tuple[int, str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                calls.append(node)
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in _TAKERS:
+                for argument in node.args:
+                    inner = argument.value if isinstance(argument, ast.Starred) else argument
+                    if isinstance(inner, ast.Name):
+                        handed.append((node.lineno, node.func.attr, inner.id))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(value, ast.ListComp | ast.GeneratorExp)
+                and isinstance(value.elt, ast.Call)
+                and isinstance(value.elt.func, ast.Name)
+            ):
+                listed.append((target.id, value.elt.func.id))
+    return _Analysis(
+        defined=frozenset(defined_names(tree)),
+        calls=tuple(calls),
+        guarded=frozenset(_lines_catching_name_errors(tree)),
+        listed_calls=tuple(listed),
+        handed=tuple(handed),
+    )
+
+
+def script_names(source: str) -> frozenset[str]:
+    """The names ``source`` binds (empty when it does not parse)."""
+    analysis = _analysis(source)
+    return analysis.defined if analysis is not None else frozenset()
+
+
 def check_script(
     source: str,
     tools: Mapping[str, tuple[str, ...]],
@@ -50,23 +106,20 @@ def check_script(
     """Findings for calls that cannot work: unknown functions, unknown keywords, too many args.
 
     ``known`` are names earlier runs of the session defined. A script that does not
-    parse yields nothing here: the interpreter reports syntax errors with a caret.
+    parse yields nothing here: the interpreter reports syntax errors with a caret. A
+    call inside a ``try`` that catches NameError is the script's own business.
     """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
+    analysis = _analysis(source)
+    if analysis is None:
         return []
-    local = defined_names(tree) | set(known) | set(dir(builtins)) | {"ToolError"}
-    guarded = _lines_catching_name_errors(tree)
-    findings: list[Finding] = _gathered_values(tree, tools, local)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-            continue
+    local = analysis.defined | set(known) | _BUILTIN_NAMES
+    findings: list[Finding] = _gathered_values(analysis, tools, local)
+    for node in analysis.calls:
+        assert isinstance(node.func, ast.Name)
         name = node.func.id
         if name in tools and name not in local:
             findings.extend(_check_arguments(node, name, tools[name]))
-        elif name not in local and name not in tools and node.lineno not in guarded:
-            # (a call inside a try that catches NameError is the script's own business)
+        elif name not in local and name not in tools and node.lineno not in analysis.guarded:
             close = difflib.get_close_matches(name, [*tools, *local], n=3, cutoff=0.6)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             message = f"line {node.lineno}: {name}() is not a tool or a defined function.{hint}"
@@ -74,6 +127,7 @@ def check_script(
     return findings
 
 
+_BUILTIN_NAMES = frozenset(dir(builtins)) | {"ToolError"}
 _CATCHES_NAME_ERROR = frozenset({"NameError", "Exception", "BaseException"})
 
 
@@ -100,45 +154,26 @@ _TAKERS = frozenset({"gather", "wait", "as_completed"})
 
 
 def _gathered_values(
-    tree: ast.AST, tools: Mapping[str, tuple[str, ...]], local: set[str]
+    analysis: _Analysis, tools: Mapping[str, tuple[str, ...]], local: set[str] | frozenset[str]
 ) -> list[Finding]:
     """``calls = [tool(x) for x in xs]`` then ``gather(*calls)``: the calls already ran.
 
     A tool call is awaitable only where it is written after ``await`` or inside the
     gather (or create_task) call itself; elsewhere it runs at once and returns its value.
     """
-    made: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-            if (
-                isinstance(target, ast.Name)
-                and isinstance(value, ast.ListComp | ast.GeneratorExp)
-                and isinstance(value.elt, ast.Call)
-                and isinstance(value.elt.func, ast.Name)
-                and value.elt.func.id in tools
-                and value.elt.func.id not in local
-            ):
-                made[target.id] = value.elt.func.id
+    made = {
+        name: tool for name, tool in analysis.listed_calls if tool in tools and tool not in local
+    }
     findings = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        callee = node.func.attr if isinstance(node.func, ast.Attribute) else None
-        if callee not in _TAKERS:
-            continue
-        for argument in node.args:
-            inner = argument.value if isinstance(argument, ast.Starred) else argument
-            if isinstance(inner, ast.Name) and inner.id in made:
-                tool = made[inner.id]
-                message = (
-                    f"line {node.lineno}: {inner.id} holds the values of {tool}() calls that "
-                    f"already ran one by one; to run them concurrently, write the calls "
-                    f"inside the call: await asyncio.{callee}(*({tool}(x) for x in xs))"
-                )
-                findings.append(
-                    Finding(code=ErrorCode.INVALID_ARGUMENTS, line=node.lineno, message=message)
-                )
+    for line, callee, name in analysis.handed:
+        if name in made:
+            tool = made[name]
+            message = (
+                f"line {line}: {name} holds the values of {tool}() calls that already ran "
+                f"one by one; to run them concurrently, write the calls inside the call: "
+                f"await asyncio.{callee}(*({tool}(x) for x in xs))"
+            )
+            findings.append(Finding(code=ErrorCode.INVALID_ARGUMENTS, line=line, message=message))
     return findings
 
 
@@ -166,4 +201,4 @@ def _check_arguments(node: ast.Call, name: str, parameters: tuple[str, ...]) -> 
     return findings
 
 
-__all__ = ["Finding", "check_script", "defined_names"]
+__all__ = ["Finding", "check_script", "defined_names", "script_names"]

@@ -73,8 +73,93 @@ def compile_validator(schema: Mapping[str, object]) -> Validator:
     return validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
 
 
-def describe_errors(validator: Validator, instance: object, *, limit: int = 3) -> str | None:
-    """A message naming where ``instance`` breaks the schema and what was expected."""
+# Keywords that never constrain a value.
+_ANNOTATIONS = frozenset(
+    {
+        "description",
+        "title",
+        "default",
+        "examples",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$schema",
+    }
+)
+# JSON types as jsonschema's default type checker reads them, exact types only: anything
+# else (a float that is an integer, a subclass) goes to jsonschema itself.
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+def plainly_valid(schema: object, value: object) -> bool:
+    """True when ``value`` certainly satisfies ``schema`` by its simple keywords alone.
+
+    The common case of every call (an object of strings and numbers) checked without
+    building jsonschema's error machinery; False means "ask jsonschema", which also
+    writes the message, so a keyword this does not know costs time, never correctness.
+    """
+    if schema is True:
+        return True
+    if type(schema) is not dict:
+        return False
+    for key, rule in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key == "type":
+            names = [rule] if type(rule) is str else rule
+            if type(names) is not list or not any(
+                type(value) in _EXACT_TYPES.get(name, ()) for name in names
+            ):
+                return False
+        elif key == "properties":
+            if type(value) is dict and type(rule) is dict:
+                for name, sub in rule.items():
+                    if name in value and not plainly_valid(sub, value[name]):
+                        return False
+            elif type(rule) is not dict:
+                return False
+        elif key == "required":
+            if type(value) is dict and not all(name in value for name in rule):
+                return False
+        elif key == "additionalProperties":
+            if type(value) is dict:
+                known = schema.get("properties", {})
+                extra = [v for k, v in value.items() if k not in known]
+                if rule is False and extra:
+                    return False
+                if rule is not False and not all(plainly_valid(rule, v) for v in extra):
+                    return False
+        elif key == "items":
+            if type(value) is list and not all(plainly_valid(rule, item) for item in value):
+                return False
+        elif key == "enum":
+            if type(rule) is not list or not any(
+                type(value) is type(option) and value == option for option in rule
+            ):
+                return False
+        else:
+            return False
+    return True
+
+
+def describe_errors(
+    validator: Validator, instance: object, *, limit: int = 3, schema: object = None
+) -> str | None:
+    """A message naming where ``instance`` breaks the schema and what was expected.
+
+    With ``schema`` (the validator's own), the simple keywords are checked first.
+    """
+    if schema is not None and plainly_valid(schema, instance):
+        return None
     found: list[jsonschema.ValidationError] = list(validator.iter_errors(instance))  # type: ignore[arg-type]
     errors = sorted(found, key=lambda e: (len(e.path), [str(part) for part in e.path]))
     if not errors:

@@ -149,3 +149,22 @@ async def test_run_code_advertises_tools_as_python_signatures() -> None:
     assert "def add(a: int, b: int = 0) -> int:" in description
     assert "def lookup(key: str) -> dict[str, int]:" in description
     assert "json" in description
+
+
+async def test_a_call_the_script_guards_with_except_name_error_is_not_refused() -> None:
+    _, scope = code_registry()
+    result = await run(
+        scope, "try:\n    r = maybe_helper(1)\nexcept NameError as e:\n    r = 'no ' + e.name\nr"
+    )
+    assert result.value["result"] == "no maybe_helper"  # type: ignore[index]
+
+
+async def test_the_precheck_explains_calls_made_before_gather() -> None:
+    _, scope = code_registry()
+    result = await run(
+        scope, "import asyncio\ncalls = [add(i) for i in range(3)]\nawait asyncio.gather(*calls)"
+    )
+    assert result.error.code == "INVALID_ARGUMENTS"  # type: ignore[union-attr]
+    assert "await asyncio.gather(*(add(x) for x in xs))" in result.text
+    fixed = await run(scope, "import asyncio\nawait asyncio.gather(*(add(i) for i in range(3)))")
+    assert fixed.value["result"] == (0, 1, 2)  # type: ignore[index]
