@@ -23,6 +23,7 @@ from ._tool import Tool
 
 RUN_CODE = "run_code"
 DEFAULT_SESSION = "default"
+MAX_LISTED_CALLS = 20  # a failed run's calls as the model reads them; the log keeps them all
 
 OUTPUT_SCHEMA: dict[str, JsonValue] = {
     "type": "object",
@@ -226,7 +227,10 @@ def render_failure(outcome: ScriptOutcome) -> str:
     if error.hint:
         lines.append(f"  hint: {error.hint}")
     if outcome.tool_calls:
-        done = ", ".join(f"{c.name} ({'ok' if c.ok else c.code})" for c in outcome.tool_calls)
+        shown = outcome.tool_calls[:MAX_LISTED_CALLS]
+        done = ", ".join(f"{c.name} ({'ok' if c.ok else c.code})" for c in shown)
+        if len(outcome.tool_calls) > len(shown):
+            done += f", ... and {len(outcome.tool_calls) - len(shown):,} more"
         lines.append(f"Tool calls made before the error: {done}")
     if outcome.output:
         lines.append(f"Output before the error:\n{outcome.output}".rstrip())

@@ -168,3 +168,10 @@ async def test_the_precheck_explains_calls_made_before_gather() -> None:
     assert "await asyncio.gather(*(add(x) for x in xs))" in result.text
     fixed = await run(scope, "import asyncio\nawait asyncio.gather(*(add(i) for i in range(3)))")
     assert fixed.value["result"] == (0, 1, 2)  # type: ignore[index]
+
+
+async def test_a_failure_after_many_calls_lists_the_first_and_counts_the_rest() -> None:
+    _, scope = code_registry()
+    result = await run(scope, "for i in range(50):\n    add(i)\n1 / 0")
+    assert result.text.count("add (ok)") == 20
+    assert "... and 30 more" in result.text
