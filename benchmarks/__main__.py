@@ -8,9 +8,29 @@ import anyio
 
 from codeact._suite.compare import planned_tasks, run_suite
 
-from . import advertisement, confinement, dispatch, executor, gather, interpreter, load, peers
+from . import (
+    advertisement,
+    confinement,
+    dispatch,
+    executor,
+    gather,
+    interpreter,
+    load,
+    peers,
+    runtime,
+)
 
-for module in (dispatch, interpreter, executor, gather, confinement, load, advertisement, peers):
+for module in (
+    dispatch,
+    interpreter,
+    runtime,
+    executor,
+    gather,
+    confinement,
+    load,
+    advertisement,
+    peers,
+):
     module.main()
     print()
 
