@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ._abort import AbortSignal
 from ._call import ToolCall
-from ._dispatch import current_invocation
+from ._dispatch import current_invocation, execute_now, runs_now
+from ._events import DispatchEvent
 from ._exceptions import ToolError
-from ._executors import Executor
+from ._executors import Executor, SyncToolCaller
 from ._json import FrozenJson, JsonValue, dumps
 from ._precheck import check_script, script_names
 from ._process import ProcessExecutor
@@ -164,6 +166,7 @@ def run_code_tool(
                 wait_seconds=limits.tool_wait_seconds,
             )
 
+        call_tool_now = _caller_in_thread(registry, parent, numbers, abort)
         try:
             outcome = await runner.run(
                 code,
@@ -171,6 +174,7 @@ def run_code_tool(
                 tools=tools,
                 call_tool=call_tool,
                 call_tools=call_tools,
+                call_tool_now=call_tool_now,
             )
         finally:
             abort.abort("the script ended")
@@ -200,6 +204,31 @@ def run_code_tool(
         render=render_success,
         max_content_chars=limits.max_output_chars + 5_000,
     )
+
+
+def _caller_in_thread(
+    registry: ToolRegistry,
+    parent: str | None,
+    numbers: Iterator[int],
+    abort: AbortSignal,
+) -> SyncToolCaller | None:
+    """Calls a script's thread can answer itself (sync tools, nothing that needs the loop),
+    with their events delivered on the loop, in order, as every other event is."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another event loop library: every call goes through the loop
+        return None
+
+    def emit(event: DispatchEvent) -> None:
+        loop.call_soon_threadsafe(registry.emit, event)
+
+    def call_tool_now(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult | None:
+        if not runs_now(registry, name):
+            return None
+        call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, arguments)
+        return execute_now(registry, call, parent=parent, abort=abort, emit=emit)
+
+    return call_tool_now
 
 
 def _names_defined(code: str) -> frozenset[str]:

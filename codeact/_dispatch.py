@@ -17,9 +17,9 @@ import inspect
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 from pydantic import ValidationError
@@ -27,7 +27,7 @@ from pydantic_core import to_jsonable_python
 
 from ._abort import AbortSignal
 from ._call import ToolCall, parse_arguments
-from ._events import ToolCallFinished, ToolCallStarted
+from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
 from ._exceptions import ErrorCode, ToolError
 from ._invocation import Invocation
 from ._json import FrozenJson, NotJsonError, detach, dumps, freeze, thaw
@@ -42,6 +42,7 @@ from ._schema import describe_errors
 
 if TYPE_CHECKING:
     from ._registry import ToolRegistry
+    from ._tool import Tool
 
 MAX_LISTED_TOOLS = 20
 
@@ -80,14 +81,7 @@ async def execute(
         )
         _finish(registry, call.id, call.name, parent, result, started)
         return result
-    invocation = Invocation(
-        call_id=call.id,
-        name=call.name,
-        arguments=_freeze_arguments(call.arguments),
-        raw_arguments=call.arguments,
-        parent=parent,
-        tool=registered,
-    )
+    invocation = _invocation(call, registered, parent)
     registry.emit(
         ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments, parent=parent)
     )
@@ -104,6 +98,96 @@ async def execute(
     return result
 
 
+def runs_now(registry: ToolRegistry, name: str) -> bool:
+    """Can ``execute_now`` take calls of ``name`` (unless a rule asks an approver)?"""
+    registered = registry.get(name)
+    return (
+        registered is not None
+        and not registered.is_async
+        and not registry.pre_hooks
+        and not registry.post_hooks
+        and hasattr(registry.policy, "decide_now")
+    )
+
+
+def execute_now(
+    registry: ToolRegistry,
+    call: ToolCall,
+    *,
+    parent: str | None = None,
+    abort: AbortSignal | None = None,
+    emit: Callable[[DispatchEvent], None],
+) -> ToolExecutionResult | None:
+    """The same pipeline, run in the calling thread, for a call no step of which needs the
+    event loop; None (nothing done, nothing emitted) for any other, which ``execute`` runs.
+
+    A script in a worker thread calling a sync tool uses it: the tool runs in the script's
+    thread, as it would in one of the loop's worker threads, and no thread is handed the
+    call twice. It applies when the tool is sync, the registry has no hooks and its policy
+    decides without an approver (``decide_now``). A timeout or an abort is reported when
+    the tool returns (its thread is the script's: it cannot be abandoned), with the same
+    code as on the loop. ``emit`` delivers events where listeners expect them (the loop).
+    """
+    registered = registry.get(call.name)
+    if registered is None or not runs_now(registry, call.name):
+        return None
+    decide_now = registry.policy.decide_now  # type: ignore[attr-defined]
+    started = time.perf_counter()
+    invocation = _invocation(call, registered, parent)
+    verdict = decide_now(invocation)  # rules only: pure, and the same answer decide gives
+    if verdict is None:
+        return None
+    emit(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments, parent=parent))
+    try:
+        arguments = _validate_arguments(invocation)
+        if not verdict.allowed:
+            raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
+        raw = _invoke_now(invocation, arguments, abort)
+        result: ToolExecutionResult = _render(invocation, _check_output(invocation, raw))
+    except Rejection as rejection:
+        result = failure(call.id, call.name, rejection.code, rejection.message)
+    _finish(registry, call.id, call.name, parent, result, started, emit)
+    return result
+
+
+def _invoke_now(
+    invocation: Invocation, arguments: dict[str, Any], abort: AbortSignal | None
+) -> Any:
+    if abort is not None and abort.aborted:
+        raise Rejection(ErrorCode.ABORTED, f"{invocation.name!r} was aborted ({abort.reason})")
+    timeout = invocation.tool.timeout
+    began = time.monotonic()
+    with _tool_body(invocation):
+        raw = invocation.tool.function(**arguments)
+    if (abort is not None and abort.aborted) or (
+        timeout is not None and time.monotonic() - began > timeout
+    ):
+        _refuse_late(invocation, abort)
+    return raw
+
+
+@contextlib.contextmanager
+def _tool_body(invocation: Invocation) -> Iterator[None]:
+    """Where the tool's own code runs: the current invocation set, its failures mapped."""
+    token = _CURRENT.set(invocation)
+    try:
+        yield
+    except ToolError as error:
+        raise Rejection(error.code, error.message) from None
+    except Exception as error:  # the tool body's failure, reported to the model
+        raise Rejection(ErrorCode.TOOL_ERROR, _describe_exception(error)) from None
+    finally:
+        _CURRENT.reset(token)
+
+
+def _refuse_late(invocation: Invocation, abort: AbortSignal | None) -> NoReturn:
+    """A call that ended without its result: aborted, or past its timeout."""
+    if abort is not None and abort.aborted:
+        raise Rejection(ErrorCode.ABORTED, f"{invocation.name!r} was aborted ({abort.reason})")
+    timeout = invocation.tool.timeout or 0.0
+    raise Rejection(ErrorCode.TIMEOUT, f"{invocation.name!r} did not finish within {timeout:g} s")
+
+
 async def _run(
     registry: ToolRegistry, invocation: Invocation, abort: AbortSignal | None
 ) -> ToolExecutionResult:
@@ -117,6 +201,17 @@ async def _run(
 
 
 # Steps ---------------------------------------------------------------------------
+
+
+def _invocation(call: ToolCall, registered: Tool, parent: str | None) -> Invocation:
+    return Invocation(
+        call_id=call.id,
+        name=call.name,
+        arguments=_freeze_arguments(call.arguments),
+        raw_arguments=call.arguments,
+        parent=parent,
+        tool=registered,
+    )
 
 
 def _freeze_arguments(raw: str) -> Mapping[str, FrozenJson] | FrozenJson:
@@ -174,22 +269,16 @@ async def _invoke(
     registered = invocation.tool
     timeout = registered.timeout
     deadline = anyio.current_time() + timeout if timeout is not None else math.inf
-    token = _CURRENT.set(invocation)
-    with anyio.CancelScope(deadline=deadline) as scope, _attached(abort, scope):
-        try:
-            if registered.is_async:
-                return await registered.function(**arguments)
-            call = functools.partial(registered.function, **arguments)
-            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-        except ToolError as error:
-            raise Rejection(error.code, error.message) from None
-        except Exception as error:  # the tool body's failure, reported to the model
-            raise Rejection(ErrorCode.TOOL_ERROR, _describe_exception(error)) from None
-        finally:
-            _CURRENT.reset(token)
-    if abort is not None and abort.aborted:
-        raise Rejection(ErrorCode.ABORTED, f"{invocation.name!r} was aborted ({abort.reason})")
-    raise Rejection(ErrorCode.TIMEOUT, f"{invocation.name!r} did not finish within {timeout:g} s")
+    with (
+        anyio.CancelScope(deadline=deadline) as scope,
+        _attached(abort, scope),
+        _tool_body(invocation),
+    ):
+        if registered.is_async:
+            return await registered.function(**arguments)
+        call = functools.partial(registered.function, **arguments)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    _refuse_late(invocation, abort)
 
 
 def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
@@ -300,8 +389,9 @@ def _finish(
     parent: str | None,
     result: ToolExecutionResult,
     started: float,
+    emit: Callable[[DispatchEvent], None] | None = None,
 ) -> None:
-    registry.emit(
+    (emit or registry.emit)(
         ToolCallFinished(
             call_id=call_id,
             name=name,
@@ -398,4 +488,12 @@ def _never_dispatched(
     return result
 
 
-__all__ = ["Rejection", "bound_content", "current_invocation", "execute", "execute_many"]
+__all__ = [
+    "Rejection",
+    "bound_content",
+    "current_invocation",
+    "execute",
+    "execute_many",
+    "execute_now",
+    "runs_now",
+]

@@ -23,6 +23,8 @@ MAX_QUEUED_RUNS = 256
 IDLE_SECONDS = 300.0
 
 AsyncToolCaller = Callable[[str, dict[str, JsonValue]], Awaitable[ToolExecutionResult]]
+# A call answered in the calling thread, or None when it needs the event loop.
+SyncToolCaller = Callable[[str, dict[str, JsonValue]], ToolExecutionResult | None]
 # The calls a script's async code made together, answered together, in order.
 AsyncBatchCaller = Callable[
     [list[tuple[str, dict[str, JsonValue]]]], Awaitable[list[ToolExecutionResult]]
@@ -40,6 +42,7 @@ class Executor(Protocol):
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None = None,
+        call_tool_now: SyncToolCaller | None = None,
     ) -> ScriptOutcome: ...
 
     async def reset(self, session: str) -> None: ...
@@ -189,9 +192,11 @@ class InProcessExecutor:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None = None,
+        call_tool_now: SyncToolCaller | None = None,
     ) -> ScriptOutcome:
         return await self._gates.run(
-            session, lambda: self._run(source, session, tools, call_tool, call_tools)
+            session,
+            lambda: self._run(source, session, tools, call_tool, call_tools, call_tool_now),
         )
 
     async def _run(
@@ -201,6 +206,7 @@ class InProcessExecutor:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None,
+        call_tool_now: SyncToolCaller | None = None,
     ) -> ScriptOutcome:
         sandbox = self.sandbox(session)
         bounded = bounded_tool_caller(call_tool, self.limits)
@@ -226,10 +232,15 @@ class InProcessExecutor:
             return [answer_of(result) for result in results]
 
         def call_from_script(name: str, arguments: dict[str, JsonValue]) -> JsonValue:
-            async def one() -> list[ToolExecutionResult]:
-                return [await bounded(name, arguments)]
+            now = call_tool_now(name, arguments) if call_tool_now is not None else None
+            if now is not None:  # answered here, in the script's thread: no handoff
+                results = [now]
+            else:
 
-            results: list[ToolExecutionResult] = anyio.from_thread.run(cancellable, one, [name])
+                async def one() -> list[ToolExecutionResult]:
+                    return [await bounded(name, arguments)]
+
+                results = anyio.from_thread.run(cancellable, one, [name])
             answer = answer_of(results[0])
             if isinstance(answer, ToolError):
                 raise answer
@@ -284,6 +295,7 @@ __all__ = [
     "InProcessExecutor",
     "QueueFull",
     "SessionGates",
+    "SyncToolCaller",
     "answer_of",
     "bounded_batch_caller",
     "bounded_tool_caller",

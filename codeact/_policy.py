@@ -95,6 +95,11 @@ class RulePolicy:
         self.approver = approver
 
     async def decide(self, invocation: Invocation) -> Verdict:
+        verdict = self.decide_now(invocation)
+        return verdict if verdict is not None else await self._ask(invocation)
+
+    def decide_now(self, invocation: Invocation) -> Verdict | None:
+        """The verdict when no approver is needed (None: the rule says ask)."""
         rule = next((rule for rule in self.rules if rule.matches(invocation)), None)
         action = rule.action if rule else self.default
         if action is Action.ALLOW:
@@ -106,7 +111,7 @@ class RulePolicy:
                 else f"policy denies calls to {invocation.name!r}"
             )
             return Verdict(allowed=False, reason=reason)
-        return await self._ask(invocation)
+        return None
 
     async def _ask(self, invocation: Invocation) -> Verdict:
         if self.approver is None:

@@ -33,6 +33,7 @@ from ._executors import (
     AsyncBatchCaller,
     AsyncToolCaller,
     SessionGates,
+    SyncToolCaller,
     bounded_batch_caller,
     bounded_tool_caller,
 )
@@ -429,8 +430,10 @@ class ProcessExecutor:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None = None,
+        call_tool_now: SyncToolCaller | None = None,
     ) -> ScriptOutcome:
-        # one run per session, in arrival order
+        # one run per session, in arrival order (calls are answered on the loop: no
+        # thread of this process waits in the script, so call_tool_now is not used)
         return await self._gates.run(
             session, lambda: self._run(source, session, tools, call_tool, call_tools)
         )

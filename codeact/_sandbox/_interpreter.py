@@ -433,15 +433,22 @@ class Sandbox:
         monitor = run.monitor
         if monitor is not None:
             monitor.pause()
+        failed: ToolError | None = None
+        answered = False
         try:
             value = run.call_tool(name, arguments)
+            answered = True
         except ToolError as error:
-            run.tool_calls.append(ToolCallRecord(name=name, ok=False, code=error.code))
-            raise ToolError(error.message, error.code) from None
+            failed = error
         finally:
+            # recorded before the clocks resume: a limit delivered then still lists the call
+            if answered or failed is not None:
+                code = failed.code if failed is not None else None
+                run.tool_calls.append(ToolCallRecord(name=name, ok=failed is None, code=code))
             if monitor is not None:
                 monitor.resume()
-        run.tool_calls.append(ToolCallRecord(name=name, ok=True))
+        if failed is not None:
+            raise ToolError(failed.message, failed.code) from None
         return value
 
     def _globals_snapshot(self) -> dict[str, Any]:
@@ -489,22 +496,22 @@ class Sandbox:
         monitor = run.monitor
         if monitor is not None:
             monitor.pause()
+        results: list[Any] = []
         try:
             if run.call_tools is not None:
                 answers = run.call_tools(batch)
             else:
                 answers = [_answer_of(run.call_tool, name, arguments) for name, arguments in batch]
+            for (name, _), answer in zip(batch, answers, strict=True):
+                if isinstance(answer, ToolError):
+                    run.tool_calls.append(ToolCallRecord(name=name, ok=False, code=answer.code))
+                    results.append(tool_failure(ToolError(answer.message, answer.code)))
+                else:
+                    run.tool_calls.append(ToolCallRecord(name=name, ok=True))
+                    results.append(answer)
         finally:
             if monitor is not None:
                 monitor.resume()
-        results: list[Any] = []
-        for (name, _), answer in zip(batch, answers, strict=True):
-            if isinstance(answer, ToolError):
-                run.tool_calls.append(ToolCallRecord(name=name, ok=False, code=answer.code))
-                results.append(tool_failure(ToolError(answer.message, answer.code)))
-            else:
-                run.tool_calls.append(ToolCallRecord(name=name, ok=True))
-                results.append(answer)
         return results
 
     def _import(

@@ -61,24 +61,36 @@ class RunMonitor:
         self.tripped_at = 0.0
         self.finished = False
         self.paused_since: float | None = None
+        self.paused_cpu = 0.0
         self.waited = 0.0
+        self._gate = threading.Lock()
 
     def pause(self) -> None:
-        """The script waits on the host (a tool call): its wall clock stops."""
-        self.paused_since = time.monotonic()
+        """The script waits on the host (a tool call): its clocks stop, and no interrupt is
+        delivered until it resumes (host code, perhaps the tool itself in this thread,
+        runs meanwhile: an exception raised into it could leave its state half-changed)."""
+        with self._gate:
+            self.paused_cpu = _read_clock(self.cpu_clock)
+            self.paused_since = time.monotonic()
 
     def resume(self) -> None:
-        since = self.paused_since
-        if since is not None:
-            waited = time.monotonic() - since
-            self.waited += waited
-            self.deadline += waited
-            self.paused_since = None
+        with self._gate:
+            since = self.paused_since
+            if since is not None:
+                waited = time.monotonic() - since
+                self.waited += waited
+                self.deadline += waited
+                self.cpu_start += _read_clock(self.cpu_clock) - self.paused_cpu
+                self.paused_since = None
+            if self.tripped is not None:  # tripped while paused: delivered now, in our code
+                interrupt(self.thread_id)
 
     def check(self, now: float) -> str | None:
-        """The name of the first limit this run is past, if any."""
+        """The name of the first limit this run is past, if any (none while it is paused)."""
         limits = self.limits
-        if self.paused_since is None and now >= self.deadline:
+        if self.paused_since is not None:
+            return None
+        if now >= self.deadline:
             return f"wall-clock time ({limits.wall_seconds:g} s)"
         used = _read_clock(self.cpu_clock) - self.cpu_start
         if used >= limits.cpu_seconds:
@@ -88,11 +100,13 @@ class RunMonitor:
         return None
 
     def trip(self, limit: str) -> None:
-        """Record the limit and interrupt the script's thread."""
-        if self.tripped is None:
-            self.tripped = limit
-        self.tripped_at = time.monotonic()
-        interrupt(self.thread_id)
+        """Record the limit and interrupt the script's thread (on resume, if it is paused)."""
+        with self._gate:
+            if self.tripped is None:
+                self.tripped = limit
+            self.tripped_at = time.monotonic()
+            if self.paused_since is None:
+                interrupt(self.thread_id)
 
 
 class Watchdog:
@@ -148,8 +162,8 @@ class Watchdog:
 
     def _inspect(self, run: RunMonitor, now: float) -> None:
         if run.tripped is not None:
-            if now - run.tripped_at >= REINJECT_SECONDS:  # the script swallowed it
-                run.trip(run.tripped)
+            if run.paused_since is None and now - run.tripped_at >= REINJECT_SECONDS:
+                run.trip(run.tripped)  # the script swallowed it
             return
         limit = run.check(now)
         if limit is not None:

@@ -174,3 +174,37 @@ def test_the_host_and_the_session_live_on_after_limits(make_runner: MakeRunner) 
     outcome = runner("survivor = 40 + 2\nsurvivor")
     assert outcome.value == 42
     assert threading.active_count() <= threads + 1  # at most the watchdog was added
+
+
+def test_a_limit_tripped_during_a_tool_call_waits_for_the_call_to_return() -> None:
+    """Host code (here the tool itself) never receives the interrupt: it lands after."""
+    import threading
+
+    from codeact._sandbox import Limits as SandboxLimits
+    from codeact._sandbox import Sandbox
+
+    sandbox = Sandbox(limits=SandboxLimits(wall_seconds=5, cpu_seconds=0.2))
+    finished: list[str] = []
+    entered = threading.Event()
+
+    def busy_tool(name: str, arguments: dict[str, object]) -> object:
+        entered.set()
+        total = 0
+        for i in range(3_000_000):  # CPU well past the script's limit, in the script's thread
+            total += i
+        finished.append("tool ran to its end")
+        return total
+
+    def abort_when_inside() -> None:
+        entered.wait(30)
+        sandbox.abort()
+
+    helper = threading.Thread(target=abort_when_inside)
+    helper.start()
+    outcome = sandbox.run("work()\nwhile True:\n    pass", tools={"work": ()}, call_tool=busy_tool)
+    helper.join()
+    assert finished == ["tool ran to its end"]
+    assert outcome.error is not None
+    assert outcome.error.code == "ABORTED"
+    assert [c.name for c in outcome.tool_calls] == ["work"]
+    sandbox.close()
