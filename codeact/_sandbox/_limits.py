@@ -82,8 +82,11 @@ class RunMonitor:
                 self.deadline += waited
                 self.cpu_start += _read_clock(self.cpu_clock) - self.paused_cpu
                 self.paused_since = None
-            if self.tripped is not None:  # tripped while paused: delivered now, in our code
-                interrupt(self.thread_id)
+            tripped = self.tripped
+        if tripped is not None:  # tripped while paused: raised here, in our own code (an
+            # interrupt would land at the next bytecode, which may be a finalizer's)
+            self.tripped_at = time.monotonic()
+            raise LimitInterrupt(tripped, f"the script exceeded its {tripped} limit")
 
     def check(self, now: float) -> str | None:
         """The name of the first limit this run is past, if any (none while it is paused)."""
