@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import itertools
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -132,6 +133,9 @@ def run_code_tool(
     runner = executor or ProcessExecutor(limits=limits, modules=modules)
 
     names_by_session: dict[str, set[str]] = {}
+    # An executor written before batches and in-thread calls keeps working: it is only
+    # offered the callers its run() accepts.
+    accepted = _keywords_of(runner.run)
 
     async def run_code(code: str) -> dict[str, Any]:
         tools = {t.name: t.parameter_names for t in bindable_tools(registry)}
@@ -168,13 +172,13 @@ def run_code_tool(
 
         call_tool_now = _caller_in_thread(registry, parent, numbers, abort)
         try:
+            offered: dict[str, Any] = {"call_tools": call_tools, "call_tool_now": call_tool_now}
             outcome = await runner.run(
                 code,
                 session=this_session,
                 tools=tools,
                 call_tool=call_tool,
-                call_tools=call_tools,
-                call_tool_now=call_tool_now,
+                **{k: v for k, v in offered.items() if k in accepted},
             )
         finally:
             abort.abort("the script ended")
@@ -204,6 +208,13 @@ def run_code_tool(
         render=render_success,
         max_content_chars=limits.max_output_chars + 5_000,
     )
+
+
+def _keywords_of(function: Any) -> frozenset[str]:
+    parameters = inspect.signature(function).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return frozenset({"call_tools", "call_tool_now"})
+    return frozenset(p.name for p in parameters)
 
 
 def _caller_in_thread(

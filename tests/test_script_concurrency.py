@@ -268,3 +268,40 @@ async def test_the_description_teaches_the_concurrent_form() -> None:
 
     text = describe_run_code(ToolRegistry(), modules=frozenset({"asyncio"}), limits=Limits())
     assert "await asyncio.gather(*(tool(x) for x in xs))" in text
+
+
+async def test_an_executor_without_the_batch_keywords_still_runs_gathered_calls() -> None:
+    """An Executor written against the older protocol gets calls one at a time."""
+    inner = InProcessExecutor(limits=Limits(wall_seconds=5))
+
+    class OlderExecutor:
+        async def run(self, source: str, *, session: str, tools: Any, call_tool: Any) -> Any:
+            return await inner.run(source, session=session, tools=tools, call_tool=call_tool)
+
+        async def reset(self, session: str) -> None:
+            await inner.reset(session)
+
+        async def close_session(self, session: str) -> None:
+            await inner.close_session(session)
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    registry = registry_for(Meeting(expected=1))
+    scope = ToolRegistry()
+    for definition in registry.tools():
+        scope.register(definition)
+    older = OlderExecutor()
+    scope.register(run_code_tool(scope, limits=Limits(wall_seconds=5), executor=older))
+    try:
+        result = await scope.execute(
+            ToolCall(
+                "o",
+                RUN_CODE,
+                {"code": "import asyncio\nawait asyncio.gather(meet('a'), meet('b'))"},
+            )
+        )
+    finally:
+        await older.aclose()
+    assert not result.is_error, result.text
+    assert result.value["result"] == ("A", "B")  # type: ignore[index]
