@@ -135,7 +135,7 @@ def bounded_batch_caller(
     async def batch(calls: list[tuple[str, dict[str, JsonValue]]]) -> list[ToolExecutionResult]:
         if call_tools is not None:
             return list(await call_tools(calls))
-        results: list[ToolExecutionResult | None] = [None] * len(calls)
+        results: dict[int, ToolExecutionResult] = {}
         slots = anyio.CapacityLimiter(max(limits.max_concurrent_tool_calls, 1))
 
         async def one(index: int, name: str, arguments: dict[str, JsonValue]) -> None:
@@ -145,7 +145,7 @@ def bounded_batch_caller(
         async with anyio.create_task_group() as tasks:
             for index, (name, arguments) in enumerate(calls):
                 tasks.start_soon(one, index, name, arguments)
-        return [r for r in results if r is not None]
+        return [results[index] for index in range(len(calls))]
 
     return batch
 

@@ -67,18 +67,15 @@ _WIDE_FIELD = re.compile(r"%[-_0^#]*\d{4,}")
 # io ------------------------------------------------------------------------------------
 
 
-def _end_of(buffer: io.StringIO | io.BytesIO) -> int:
-    here = buffer.tell()
-    end = type(buffer).__mro__[1].seek(buffer, 0, 2)  # type: ignore[attr-defined]
-    type(buffer).__mro__[1].seek(buffer, here)  # type: ignore[attr-defined]
-    return int(end)
-
-
-def _check_seek(buffer: io.StringIO | io.BytesIO, pos: Any, whence: int) -> None:
+def _check_seek(buffer: Any, base: Any, pos: Any, whence: int) -> None:
+    """Refuse a position far past the end: a write there would allocate the gap at once."""
     if not isinstance(pos, int):
         return
-    base = {0: 0, 1: buffer.tell(), 2: _end_of(buffer)}.get(whence, 0)
-    if base + pos > _end_of(buffer) + MAX_SEEK_GAP:
+    here = buffer.tell()
+    end = base.seek(buffer, 0, 2)
+    base.seek(buffer, here)
+    start = {0: 0, 1: here, 2: end}.get(whence, 0)
+    if start + pos > end + MAX_SEEK_GAP:
         raise LimitExceeded("sequence size", "seek() far past the end of the buffer")
 
 
@@ -86,7 +83,7 @@ class StringIO(io.StringIO):
     """``io.StringIO`` whose position cannot be moved far past its end."""
 
     def seek(self, pos: int, whence: int = 0) -> int:
-        _check_seek(self, pos, whence)
+        _check_seek(self, io.StringIO, pos, whence)
         return super().seek(pos, whence)
 
 
@@ -94,7 +91,7 @@ class BytesIO(io.BytesIO):
     """``io.BytesIO`` whose position cannot be moved far past its end; no buffer views."""
 
     def seek(self, pos: int, whence: int = 0) -> int:
-        _check_seek(self, pos, whence)
+        _check_seek(self, io.BytesIO, pos, whence)
         return super().seek(pos, whence)
 
     def getbuffer(self) -> memoryview:  # a view writes behind the guards, and holds .obj

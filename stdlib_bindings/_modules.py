@@ -63,7 +63,6 @@ from ._facade import Facade, pick
 from ._typing import typing_members
 
 MAX_FACTORIAL = 20_000
-MAX_DECIMAL_PRECISION = 10_000
 MAX_RANDOM_BITS = 1 << 24
 
 

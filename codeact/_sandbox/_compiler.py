@@ -31,8 +31,6 @@ class CompiledScript:
 
 
 class _Policy(CodeActPolicy):
-    allowed_modules: frozenset[str] = frozenset()
-
     def check_import_names(self, node: ast.Import | ast.ImportFrom) -> ast.AST:
         # Which modules exist is decided at run time, as an ImportError a script can
         # catch (``try: import numpy``); relative imports never name a facade.
@@ -42,15 +40,16 @@ class _Policy(CodeActPolicy):
 
 
 @functools.lru_cache(maxsize=COMPILE_CACHE_SIZE)
-def compile_script(source: str, allowed_modules: frozenset[str]) -> CompiledScript:
-    """Compile ``source`` under the policy, allowing imports of ``allowed_modules`` only."""
+def compile_script(source: str) -> CompiledScript:
+    """Compile ``source`` under the policy (which modules it may import is the importer's
+    question, at run time)."""
     try:
         tree = ast.parse(source, SCRIPT_FILENAME, "exec")
     except SyntaxError as error:
         return CompiledScript(syntax_error=describe_syntax_error(error))
     except (ValueError, MemoryError, RecursionError) as error:
         return CompiledScript(syntax_error=f"the script cannot be parsed: {error}")
-    policy = type("ScriptPolicy", (_Policy,), {"allowed_modules": allowed_modules})()
+    policy = _Policy()
     try:
         with _deeper_recursion():
             policy.visit(tree)

@@ -16,7 +16,7 @@ from typing import Any
 
 from .._exceptions import ErrorCode, ToolError
 from .._json import JsonValue, NotJsonError, detach
-from ._async import run_coroutine, running_script_loop, tool_failure
+from ._async import BatchCaller, run_coroutine, running_script_loop, tool_failure
 from ._builtins import safe_builtins
 from ._compiler import SCRIPT_FILENAME, compile_script
 from ._errors import LimitExceeded, SandboxStop, SecurityViolation
@@ -33,7 +33,7 @@ from ._transformer import RESULT_NAME
 
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
 # Many calls at once (a script's asyncio.gather): one answer per call, a value or a ToolError.
-ToolBatchCaller = Callable[[list[tuple[str, dict[str, JsonValue]]]], list[Any]]
+ToolBatchCaller = BatchCaller
 ABORTED = "aborted"
 _BINDING_KEY = object()
 # What a script sees as its module's name: it runs as the main program does.
@@ -242,7 +242,7 @@ class Sandbox:
             return ScriptOutcome(
                 error=ScriptError(code=ErrorCode.CODE_RESOURCE_LIMIT, message=message)
             )
-        compiled = compile_script(source, self.modules)
+        compiled = compile_script(source)
         if compiled.syntax_error is not None:
             return ScriptOutcome(
                 error=ScriptError(
@@ -645,8 +645,6 @@ def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) ->
         # member a number), read through the builtin base: no script method runs here.
         if isinstance(value, str):
             return plain_result(str.__str__(value), budget, depth)
-        if isinstance(value, bool):
-            return plain_result(bool(value), budget, depth)
         if isinstance(value, int):
             return plain_result(int.__index__(value), budget, depth)
         if isinstance(value, float):
