@@ -12,10 +12,10 @@ from typing import Any
 from ._abort import AbortSignal
 from ._call import ToolCall
 from ._dispatch import current_invocation, execute_now, runs_now
-from ._events import DispatchEvent
+from ._events import EventRelay
 from ._exceptions import ToolError
 from ._executors import Executor, SyncToolCaller
-from ._json import FrozenJson, JsonValue, dumps
+from ._json import FrozenJson, JsonValue, detach, dumps
 from ._precheck import check_script, script_names
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry
@@ -126,7 +126,7 @@ def run_code_tool(
     Calls made by the script go through ``registry.execute`` with the run_code call
     as their parent: the same validation, policy, hooks, timeouts and events.
     """
-    from stdlib_bindings._modules import DEFAULT_MODULES
+    from stdlib_bindings._names import DEFAULT_MODULES
 
     limits = limits or Limits()
     modules = frozenset(DEFAULT_MODULES if modules is None else modules)
@@ -230,14 +230,15 @@ def _caller_in_thread(
     except RuntimeError:  # another event loop library: every call goes through the loop
         return None
 
-    def emit(event: DispatchEvent) -> None:
-        loop.call_soon_threadsafe(registry.emit, event)
+    emit = EventRelay(loop, registry.emit)
 
     def call_tool_now(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult | None:
         if not runs_now(registry, name):
             return None
-        call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, arguments)
-        return execute_now(registry, call, parent=parent, abort=abort, emit=emit)
+        plain = detach(arguments)  # a copy of this call's own, whoever the caller is
+        assert isinstance(plain, dict)
+        call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, dumps(plain))
+        return execute_now(registry, call, parent=parent, abort=abort, emit=emit, plain=plain)
 
     return call_tool_now
 

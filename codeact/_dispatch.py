@@ -30,7 +30,7 @@ from ._call import ToolCall, parse_arguments
 from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
 from ._exceptions import ErrorCode, ToolError
 from ._invocation import Invocation
-from ._json import FrozenJson, NotJsonError, detach, dumps, freeze, thaw
+from ._json import FrozenJson, JsonValue, NotJsonError, detach, dumps, freeze, thaw
 from ._results import (
     ContentBlock,
     TextBlock,
@@ -117,6 +117,7 @@ def execute_now(
     parent: str | None = None,
     abort: AbortSignal | None = None,
     emit: Callable[[DispatchEvent], None],
+    plain: dict[str, JsonValue] | None = None,
 ) -> ToolExecutionResult | None:
     """The same pipeline, run in the calling thread, for a call no step of which needs the
     event loop; None (nothing done, nothing emitted) for any other, which ``execute`` runs.
@@ -127,19 +128,33 @@ def execute_now(
     decides without an approver (``decide_now``). A timeout or an abort is reported when
     the tool returns (its thread is the script's: it cannot be abandoned), with the same
     code as on the loop. ``emit`` delivers events where listeners expect them (the loop).
+    ``plain``: the call's arguments already parsed, detached and owned by this call.
     """
     registered = registry.get(call.name)
     if registered is None or not runs_now(registry, call.name):
         return None
     decide_now = registry.policy.decide_now  # type: ignore[attr-defined]
     started = time.perf_counter()
-    invocation = _invocation(call, registered, parent)
+    if plain is None:
+        invocation = _invocation(call, registered, parent)
+    else:  # already parsed and detached by the caller: frozen without a second parse
+        invocation = Invocation(
+            call_id=call.id,
+            name=call.name,
+            arguments=freeze(plain),
+            raw_arguments=call.arguments,
+            parent=parent,
+            tool=registered,
+        )
     verdict = decide_now(invocation)  # rules only: pure, and the same answer decide gives
     if verdict is None:
         return None
     emit(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments, parent=parent))
     try:
-        arguments = _validate_arguments(invocation)
+        if plain is None:
+            arguments = _validate_arguments(invocation)
+        else:
+            arguments = _checked_arguments(invocation, plain)
         if not verdict.allowed:
             raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
         raw = _invoke_now(invocation, arguments, abort)
@@ -157,8 +172,13 @@ def _invoke_now(
         raise Rejection(ErrorCode.ABORTED, f"{invocation.name!r} was aborted ({abort.reason})")
     timeout = invocation.tool.timeout
     began = time.monotonic()
-    with _tool_body(invocation):
+    token = _CURRENT.set(invocation)
+    try:
         raw = invocation.tool.function(**arguments)
+    except Exception as error:  # the tool body's failure, reported to the model
+        raise _rejection_of(error) from None
+    finally:
+        _CURRENT.reset(token)
     if (abort is not None and abort.aborted) or (
         timeout is not None and time.monotonic() - began > timeout
     ):
@@ -172,12 +192,16 @@ def _tool_body(invocation: Invocation) -> Iterator[None]:
     token = _CURRENT.set(invocation)
     try:
         yield
-    except ToolError as error:
-        raise Rejection(error.code, error.message) from None
     except Exception as error:  # the tool body's failure, reported to the model
-        raise Rejection(ErrorCode.TOOL_ERROR, _describe_exception(error)) from None
+        raise _rejection_of(error) from None
     finally:
         _CURRENT.reset(token)
+
+
+def _rejection_of(error: Exception) -> Rejection:
+    if isinstance(error, ToolError):
+        return Rejection(error.code, error.message)
+    return Rejection(ErrorCode.TOOL_ERROR, _describe_exception(error))
 
 
 def _refuse_late(invocation: Invocation, abort: AbortSignal | None) -> NoReturn:
@@ -226,9 +250,13 @@ def _validate_arguments(invocation: Invocation) -> dict[str, Any]:
             f"arguments are not valid JSON ({_snippet(arguments)}); send a JSON object "
             f"matching the parameters of {invocation.name!r}",
         )
-    plain = thaw(arguments)
+    return _checked_arguments(invocation, thaw(arguments))
+
+
+def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, Any]:
+    """``plain`` (a copy nobody else holds) against the schema, then bound to the signature."""
     problem = describe_errors(
-        invocation.tool.parameter_validator, plain, schema=invocation.tool.parameters
+        invocation.tool.parameter_validator, plain, plain=invocation.tool.parameter_check
     )
     if problem is not None:
         raise Rejection(
@@ -283,7 +311,7 @@ async def _invoke(
 
 def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
     try:
-        value = detach(to_jsonable_python(raw))
+        value = _plain_output(raw)
     except (NotJsonError, ValueError, TypeError) as error:
         raise Rejection(
             ErrorCode.INVALID_OUTPUT,
@@ -291,13 +319,21 @@ def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
         ) from None
     validator = invocation.tool.output_validator
     if validator is not None:
-        problem = describe_errors(validator, value, schema=invocation.tool.output_schema)
+        problem = describe_errors(validator, value, plain=invocation.tool.output_check)
         if problem is not None:
             raise Rejection(
                 ErrorCode.INVALID_OUTPUT,
                 f"{invocation.name!r} returned output that breaks its schema: {problem}",
             )
     return freeze(value)
+
+
+def _plain_output(raw: Any) -> JsonValue:
+    """Plain JSON as it is (most tools return it), anything else through pydantic's encoder."""
+    try:
+        return detach(raw)
+    except NotJsonError:
+        return detach(to_jsonable_python(raw))
 
 
 def _render(invocation: Invocation, value: FrozenJson) -> ToolExecutionSuccess:

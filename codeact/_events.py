@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -34,4 +36,40 @@ class ToolCallFinished:
 DispatchEvent: TypeAlias = ToolCallStarted | ToolCallFinished
 EventListener: TypeAlias = Callable[[DispatchEvent], None]
 
-__all__ = ["DispatchEvent", "EventListener", "ToolCallFinished", "ToolCallStarted"]
+
+class EventRelay:
+    """Events emitted in another thread (a script's), delivered on ``loop`` in emission order.
+
+    A burst of events costs the loop one wake-up, not one per event: a script calling a
+    tool in a tight loop would otherwise wake the loop, and contend for the GIL, twice a
+    call. Everything emitted before the emitting thread hands anything else to the loop
+    is delivered before it, since a scheduled delivery drains what arrives meanwhile.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, deliver: EventListener) -> None:
+        self._loop = loop
+        self._deliver = deliver
+        self._pending: list[DispatchEvent] = []
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def __call__(self, event: DispatchEvent) -> None:
+        with self._lock:
+            self._pending.append(event)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                events, self._pending = self._pending, []
+                if not events:
+                    self._scheduled = False
+                    return
+            for event in events:
+                self._deliver(event)
+
+
+__all__ = ["DispatchEvent", "EventListener", "EventRelay", "ToolCallFinished", "ToolCallStarted"]

@@ -6,7 +6,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.from_thread
@@ -15,7 +15,10 @@ import anyio.to_thread
 from ._exceptions import ErrorCode, ToolError
 from ._json import JsonValue, thaw
 from ._results import ToolExecutionResult, failure
-from ._sandbox import Limits, Sandbox, ScriptError, ScriptOutcome
+from ._sandbox import Limits, ScriptError, ScriptOutcome
+
+if TYPE_CHECKING:
+    from ._sandbox import Sandbox
 
 ABORT_GRACE_SECONDS = 2.0
 SCRIPT_THREADS = 256
@@ -181,6 +184,8 @@ class InProcessExecutor:
         self._last_used[session] = time.monotonic()
         found = self._sandboxes.get(session)
         if found is None:
+            from ._sandbox._interpreter import Sandbox  # loaded by the first in-process run
+
             found = self._sandboxes[session] = Sandbox(limits=self.limits, modules=self.modules)
         return found
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TypeAlias
 
@@ -33,52 +33,103 @@ class NotJsonError(ValueError):
 
 def detach(value: object, *, path: str = "$", depth: int = 0) -> JsonValue:
     """Rebuild ``value`` from exact builtin JSON types, sharing nothing with it."""
+    try:
+        return _detach(value, depth)
+    except _Misfit as misfit:
+        raise NotJsonError(path + misfit.where, misfit.reason) from None
+
+
+class _Misfit(Exception):
+    """Where (below the root) and why a value is not JSON; the path is built on the way out,
+    so a value that is JSON (every call's arguments) never pays for one."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.where = ""
+
+
+def _detach(value: object, depth: int) -> JsonValue:
+    kind = type(value)
+    # Exact immutable scalars are already plain: returned as they are.
+    if kind is str or kind is int or kind is bool or value is None:
+        return value  # type: ignore[return-value]
+    if kind is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise _Misfit("NaN and infinity have no JSON form")
+        return value  # type: ignore[return-value]
     if depth > MAX_DEPTH:
-        raise NotJsonError(path, f"nested deeper than {MAX_DEPTH} levels")
-    if value is None or value is True or value is False:
-        return value
+        raise _Misfit(f"nested deeper than {MAX_DEPTH} levels")
+    if kind is dict:
+        return _detach_mapping(dict.items(value), depth)  # type: ignore[arg-type]
+    if kind is list or kind is tuple:
+        return _detach_items(value, depth)  # type: ignore[arg-type]
+    return _detach_subclass(value, depth)
+
+
+def _detach_subclass(value: object, depth: int) -> JsonValue:
+    """Subclasses of the JSON types (and other mappings), read through the base type only."""
     if isinstance(value, bool):  # a bool subclass cannot exist, but be exact
         return bool(value)
     if isinstance(value, int):
         return int.__index__(value)
     if isinstance(value, float):
-        number = float.__float__(value)
-        if not math.isfinite(number):
-            raise NotJsonError(path, "NaN and infinity have no JSON form")
-        return number
+        return _detach(float.__float__(value), depth)
     if isinstance(value, str):
         return str.__str__(value)
+    if isinstance(value, dict):
+        return _detach_mapping(dict.items(value), depth)
     if isinstance(value, Mapping) and not isinstance(value, type):
-        return _detach_mapping(value, path, depth)
-    if isinstance(value, list | tuple):
-        return [detach(item, path=f"{path}[{i}]", depth=depth + 1) for i, item in enumerate(value)]
-    raise NotJsonError(path, f"a value of type {type(value).__name__} is not JSON")
+        return _detach_mapping(list(value.items()), depth)
+    if isinstance(value, list):
+        return _detach_items(list.__iter__(value), depth)
+    if isinstance(value, tuple):
+        return _detach_items(tuple.__iter__(value), depth)
+    raise _Misfit(f"a value of type {type(value).__name__} is not JSON")
 
 
-def _detach_mapping(value: Mapping[object, object], path: str, depth: int) -> JsonValue:
+def _detach_items(items: Iterable[object], depth: int) -> list[JsonValue]:
+    plain: list[JsonValue] = []
+    for index, item in enumerate(items):
+        try:
+            plain.append(_detach(item, depth + 1))
+        except _Misfit as misfit:
+            misfit.where = f"[{index}]{misfit.where}"
+            raise
+    return plain
+
+
+def _detach_mapping(items: Iterable[tuple[object, object]], depth: int) -> JsonValue:
     plain: dict[str, JsonValue] = {}
-    items = dict.items(value) if isinstance(value, dict) else list(value.items())
     for key, item in items:
-        if not isinstance(key, str):
-            raise NotJsonError(path, f"object keys must be strings, not {type(key).__name__}")
-        name = str.__str__(key)
-        plain[name] = detach(item, path=f"{path}.{name}", depth=depth + 1)
+        if type(key) is not str:
+            if not isinstance(key, str):
+                raise _Misfit(f"object keys must be strings, not {type(key).__name__}")
+            key = str.__str__(key)
+        try:
+            plain[key] = _detach(item, depth + 1)
+        except _Misfit as misfit:
+            misfit.where = f".{key}{misfit.where}"
+            raise
     return plain
 
 
 def freeze(value: JsonValue) -> FrozenJson:
     """An immutable view of a detached value: read-only mappings and tuples."""
-    if isinstance(value, dict):
-        return MappingProxyType({key: freeze(item) for key, item in value.items()})
-    if isinstance(value, list):
-        return tuple(freeze(item) for item in value)
-    return value
+    kind = type(value)
+    if kind is dict:
+        return MappingProxyType({key: freeze(item) for key, item in value.items()})  # type: ignore[union-attr]
+    if kind is list:
+        return tuple(freeze(item) for item in value)  # type: ignore[union-attr]
+    return value  # type: ignore[return-value]
 
 
 def thaw(value: FrozenJson) -> JsonValue:
     """A fresh mutable copy of a frozen value, for code that owns what it gets."""
-    if isinstance(value, Mapping):
-        return {key: thaw(item) for key, item in value.items()}
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value  # type: ignore[return-value]
+    if kind is MappingProxyType or isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}  # type: ignore[union-attr]
     if isinstance(value, tuple):
         return [thaw(item) for item in value]
     return value
@@ -86,9 +137,7 @@ def thaw(value: FrozenJson) -> JsonValue:
 
 def dumps(value: object) -> str:
     """Compact, key-sorted JSON: the same value always gives the same bytes."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_frozen
-    )
+    return _ENCODER.encode(value)
 
 
 def _frozen(value: object) -> object:
@@ -97,6 +146,12 @@ def _frozen(value: object) -> object:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return list(value)
     raise TypeError(f"a value of type {type(value).__name__} is not JSON")
+
+
+# One encoder for every call: json.dumps with options builds a new one each time.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_frozen
+)
 
 
 __all__ = ["FrozenJson", "JsonValue", "NotJsonError", "detach", "dumps", "freeze", "thaw"]

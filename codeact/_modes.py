@@ -53,7 +53,7 @@ class Runtime:
         lazy_threshold: int = DEFAULT_LAZY_THRESHOLD,
         lazy: str = "names",
     ) -> None:
-        from stdlib_bindings._modules import DEFAULT_MODULES
+        from stdlib_bindings._names import DEFAULT_MODULES
 
         if lazy not in ("names", "none"):
             raise ValueError("lazy must be 'names' or 'none'")

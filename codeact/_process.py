@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
@@ -40,7 +41,7 @@ from ._executors import (
 from ._json import JsonValue, thaw
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
-from ._worker import outcome_from_json
+from ._sandbox._outcome import outcome_from_json
 
 WARM_WORKERS = 2
 IDLE_SECONDS = 300.0
@@ -182,6 +183,7 @@ class Worker:
         call_tool: AsyncToolCaller,
         limits: Limits,
         call_tools: AsyncBatchCaller | None = None,
+        call_tool_now: SyncToolCaller | None = None,
     ) -> ScriptOutcome:
         """Run one script; tool calls are answered here until the worker says it is done.
 
@@ -195,7 +197,7 @@ class Worker:
             await self.send(
                 {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
             )
-            caller = bounded_tool_caller(call_tool, limits)
+            caller = bounded_tool_caller(_in_one_thread(call_tool, call_tool_now), limits)
             batch = bounded_batch_caller(call_tool, call_tools, limits)
             return await self._serve(caller, batch, limits, records, frozenset(tools))
         except TimeoutError:
@@ -348,6 +350,22 @@ class Worker:
         return f"the worker exited with status {code}"
 
 
+def _in_one_thread(
+    call_tool: AsyncToolCaller, call_tool_now: SyncToolCaller | None
+) -> AsyncToolCaller:
+    """A worker's single call: the whole pipeline in one worker thread when nothing in it
+    needs the loop (one handoff instead of the async pipeline's), else the pipeline."""
+    if call_tool_now is None:
+        return call_tool
+
+    async def call(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
+        # abandoned, as the pipeline's own thread is, if the wait on it is cancelled
+        now = await anyio.to_thread.run_sync(call_tool_now, name, arguments, abandon_on_cancel=True)
+        return now if now is not None else await call_tool(name, arguments)
+
+    return call
+
+
 def _asked_call(message: dict[str, Any]) -> tuple[str, dict[str, JsonValue]]:
     arguments = message.get("arguments")
     return str(message.get("name")), arguments if type(arguments) is dict else {}
@@ -388,7 +406,7 @@ class ProcessExecutor:
         worker_user: int | None = UNPRIVILEGED_ID,
         worker_prefix: Sequence[str] = (),
     ) -> None:
-        from stdlib_bindings._modules import DEFAULT_MODULES
+        from stdlib_bindings._names import DEFAULT_MODULES
 
         self.limits = limits or Limits()
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
@@ -432,10 +450,10 @@ class ProcessExecutor:
         call_tools: AsyncBatchCaller | None = None,
         call_tool_now: SyncToolCaller | None = None,
     ) -> ScriptOutcome:
-        # one run per session, in arrival order (calls are answered on the loop: no
-        # thread of this process waits in the script, so call_tool_now is not used)
+        # one run per session, in arrival order
         return await self._gates.run(
-            session, lambda: self._run(source, session, tools, call_tool, call_tools)
+            session,
+            lambda: self._run(source, session, tools, call_tool, call_tools, call_tool_now),
         )
 
     async def _run(
@@ -445,13 +463,16 @@ class ProcessExecutor:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None,
+        call_tool_now: SyncToolCaller | None,
     ) -> ScriptOutcome:
         try:
             worker = await self._worker_for(session)
         except (WorkerLost, OSError, TimeoutError) as error:
             return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
         try:
-            outcome = await worker.run(source, tools, call_tool, self.limits, call_tools)
+            outcome = await worker.run(
+                source, tools, call_tool, self.limits, call_tools, call_tool_now
+            )
         finally:
             if worker.dead and self._sessions.get(session) is worker:
                 self._sessions.pop(session, None)

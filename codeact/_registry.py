@@ -116,7 +116,9 @@ class ToolRegistry:
     def tools(self) -> list[Tool]:
         """Visible tools in a stable order: inherited ones first, then our own."""
         inherited = (
-            [t for t in self.parent.tools() if t.name not in self._own] if self.parent else []
+            [t for t in self.parent.tools() if t.name not in self._own]
+            if self.parent is not None
+            else []
         )
         return inherited + list(self._own.values())
 
@@ -135,7 +137,7 @@ class ToolRegistry:
     @property
     def version(self) -> int:
         """Changes whenever the visible tool set may have changed."""
-        return self._version + (self.parent.version if self.parent else 0)
+        return self._version + (self.parent.version if self.parent is not None else 0)
 
     # Advertisement ------------------------------------------------------------
 
@@ -157,15 +159,15 @@ class ToolRegistry:
     def policy(self) -> Policy:
         if self._policy is not None:
             return self._policy
-        return self.parent.policy if self.parent else ALLOW_ALL
+        return self.parent.policy if self.parent is not None else ALLOW_ALL
 
     @property
     def pre_hooks(self) -> tuple[PreHook, ...]:
-        return (self.parent.pre_hooks if self.parent else ()) + self._pre_hooks
+        return (self.parent.pre_hooks if self.parent is not None else ()) + self._pre_hooks
 
     @property
     def post_hooks(self) -> tuple[PostHook, ...]:
-        return (self.parent.post_hooks if self.parent else ()) + self._post_hooks
+        return (self.parent.post_hooks if self.parent is not None else ()) + self._post_hooks
 
     def add_listener(self, listener: EventListener) -> Callable[[], None]:
         """Receive every dispatch event; returns a function that stops it."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
 import jsonschema
 from jsonschema.protocols import Validator
@@ -100,65 +100,114 @@ _EXACT_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+PlainCheck: TypeAlias = Callable[[object], bool]
+
+
 def plainly_valid(schema: object, value: object) -> bool:
-    """True when ``value`` certainly satisfies ``schema`` by its simple keywords alone.
+    """True when ``value`` certainly satisfies ``schema`` by its simple keywords alone."""
+    return plain_checker(schema)(value)
+
+
+def plain_checker(schema: object) -> PlainCheck:
+    """A check of ``schema``'s simple keywords, built once per schema.
 
     The common case of every call (an object of strings and numbers) checked without
     building jsonschema's error machinery; False means "ask jsonschema", which also
     writes the message, so a keyword this does not know costs time, never correctness.
     """
     if schema is True:
-        return True
+        return _always
     if type(schema) is not dict:
-        return False
+        return _never
+    checks: list[PlainCheck] = []
     for key, rule in schema.items():
         if key in _ANNOTATIONS:
             continue
-        if key == "type":
-            names = [rule] if type(rule) is str else rule
-            if type(names) is not list or not any(
-                type(value) in _EXACT_TYPES.get(name, ()) for name in names
-            ):
-                return False
-        elif key == "properties":
-            if type(value) is dict and type(rule) is dict:
-                for name, sub in rule.items():
-                    if name in value and not plainly_valid(sub, value[name]):
-                        return False
-            elif type(rule) is not dict:
-                return False
-        elif key == "required":
-            if type(value) is dict and not all(name in value for name in rule):
-                return False
-        elif key == "additionalProperties":
+        check = _keyword_check(key, rule, schema)
+        if check is None:
+            return _never
+        checks.append(check)
+    if len(checks) == 1:
+        return checks[0]
+
+    def every(value: object) -> bool:
+        return all(check(value) for check in checks)
+
+    return every
+
+
+def _keyword_check(key: str, rule: Any, schema: dict[str, Any]) -> PlainCheck | None:
+    """One keyword's check; None for a keyword (or a rule's shape) left to jsonschema."""
+    if key == "type":
+        names = [rule] if type(rule) is str else rule
+        if type(names) is not list:
+            return None
+        allowed = frozenset(kind for name in names for kind in _EXACT_TYPES.get(name, ()))
+        return lambda value: type(value) in allowed
+    if key == "properties":
+        if type(rule) is not dict:
+            return None
+        inner = [(name, plain_checker(sub)) for name, sub in rule.items()]
+
+        def properties(value: object) -> bool:
             if type(value) is dict:
-                known = schema.get("properties", {})
-                extra = [v for k, v in value.items() if k not in known]
-                if rule is False and extra:
-                    return False
-                if rule is not False and not all(plainly_valid(rule, v) for v in extra):
-                    return False
-        elif key == "items":
-            if type(value) is list and not all(plainly_valid(rule, item) for item in value):
-                return False
-        elif key == "enum":
-            if type(rule) is not list or not any(
-                type(value) is type(option) and value == option for option in rule
-            ):
-                return False
-        else:
-            return False
+                for name, check in inner:
+                    if name in value and not check(value[name]):
+                        return False
+            return True
+
+        return properties
+    if key == "required":
+        if type(rule) is not list:
+            return None
+        needed = tuple(rule)
+        return lambda value: type(value) is not dict or all(name in value for name in needed)
+    if key == "additionalProperties":
+        known = frozenset(schema.get("properties") or ())
+        if rule is False:
+            return lambda value: type(value) is not dict or all(k in known for k in value)
+        extra = plain_checker(rule)
+        return lambda value: (
+            type(value) is not dict
+            or all(extra(item) for name, item in value.items() if name not in known)
+        )
+    if key == "items":
+        each = plain_checker(rule)
+        return lambda value: type(value) is not list or all(each(item) for item in value)
+    if key == "enum":
+        if type(rule) is not list:
+            return None
+        options = tuple(rule)
+        return lambda value: any(
+            type(value) is type(option) and value == option for option in options
+        )
+    return None
+
+
+def _always(value: object) -> bool:
     return True
 
 
+def _never(value: object) -> bool:
+    return False
+
+
 def describe_errors(
-    validator: Validator, instance: object, *, limit: int = 3, schema: object = None
+    validator: Validator,
+    instance: object,
+    *,
+    limit: int = 3,
+    schema: object = None,
+    plain: PlainCheck | None = None,
 ) -> str | None:
     """A message naming where ``instance`` breaks the schema and what was expected.
 
-    With ``schema`` (the validator's own), the simple keywords are checked first.
+    With ``plain`` (the validator's schema's :func:`plain_checker`) or ``schema`` (the
+    validator's own), the simple keywords are checked first.
     """
-    if schema is not None and plainly_valid(schema, instance):
+    if plain is not None and plain(instance):
+        return None
+    if plain is None and schema is not None and plainly_valid(schema, instance):
         return None
     found: list[jsonschema.ValidationError] = list(validator.iter_errors(instance))  # type: ignore[arg-type]
     errors = sorted(found, key=lambda e: (len(e.path), [str(part) for part in e.path]))
@@ -182,5 +231,6 @@ __all__ = [
     "checked_schema",
     "compile_validator",
     "describe_errors",
+    "plain_checker",
     "strip_titles",
 ]

@@ -18,7 +18,7 @@ from jsonschema.protocols import Validator
 from ._exceptions import ToolDefinitionError
 from ._json import FrozenJson, JsonValue
 from ._results import ContentBlock
-from ._schema import checked_schema, compile_validator
+from ._schema import PlainCheck, checked_schema, compile_validator, plain_checker
 from ._signature import derive_signature
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -56,6 +56,8 @@ class Tool:
     is_async: bool = field(init=False)
     parameter_validator: Validator = field(init=False, repr=False, compare=False)
     output_validator: Validator | None = field(init=False, repr=False, compare=False)
+    parameter_check: PlainCheck = field(init=False, repr=False, compare=False)
+    output_check: PlainCheck | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME_PATTERN.fullmatch(self.name):
@@ -81,6 +83,8 @@ class Tool:
         set_field(self, "is_async", inspect.iscoroutinefunction(self.function))
         set_field(self, "parameter_validator", compile_validator(parameters))
         set_field(self, "output_validator", None if output is None else compile_validator(output))
+        set_field(self, "parameter_check", plain_checker(parameters))
+        set_field(self, "output_check", None if output is None else plain_checker(output))
 
     @classmethod
     def from_schema(

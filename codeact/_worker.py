@@ -24,14 +24,14 @@ import os
 import resource
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
 from typing import IO, Any
 
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
 from ._exceptions import ErrorCode, ToolError
 from ._json import JsonValue
-from ._sandbox import Limits, Sandbox, ScriptError, ScriptOutcome, ToolCallRecord
+from ._sandbox import Limits, Sandbox, ScriptError, ScriptOutcome
 from ._sandbox._limits import resident_bytes
+from ._sandbox._outcome import outcome_to_json
 
 MAX_OPEN_FILES = 64
 # Per-run CPU time is the watchdog's; this lifetime budget is the kernel's backstop
@@ -57,56 +57,6 @@ PRELOADED = (
 )
 
 ExtraOps = Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]]
-
-
-def outcome_to_json(outcome: ScriptOutcome) -> dict[str, Any]:
-    return asdict(outcome)
-
-
-def outcome_from_json(data: Any) -> ScriptOutcome:
-    """An outcome read from a worker, checked field by field: the worker is not trusted.
-
-    Anything of the wrong shape raises TypeError, and the host treats the worker as lost.
-    """
-    if type(data) is not dict:
-        raise TypeError("an outcome is an object")
-    error = data.get("error")
-    calls = data.get("tool_calls", [])
-    if type(calls) is not list:
-        raise TypeError("tool_calls is a list")
-    return ScriptOutcome(
-        value=data.get("value"),
-        output=_typed(data.get("output", ""), str),
-        tool_calls=tuple(
-            ToolCallRecord(
-                name=_typed(c.get("name"), str),
-                ok=_typed(c.get("ok"), bool),
-                code=_typed(c.get("code"), str, optional=True),
-            )
-            for c in calls
-            if type(c) is dict or _typed(c, dict)
-        ),
-        error=None if error is None else _error_from_json(error),
-    )
-
-
-def _error_from_json(data: Any) -> ScriptError:
-    if type(data) is not dict:
-        raise TypeError("an error is an object")
-    return ScriptError(
-        code=_typed(data.get("code"), str),
-        message=_typed(data.get("message"), str),
-        kind=_typed(data.get("kind", ""), str),
-        line=_typed(data.get("line"), int, optional=True),
-        source_line=_typed(data.get("source_line"), str, optional=True),
-        hint=_typed(data.get("hint"), str, optional=True),
-    )
-
-
-def _typed(value: Any, kind: type, *, optional: bool = False) -> Any:
-    if (value is None and optional) or type(value) is kind:
-        return value
-    raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
 
 
 class Channel:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from codeact import Approver, Disposer, RulePolicy, Tool, ToolRegistry, ask
+if TYPE_CHECKING:
+    from codeact import Approver, Disposer, ToolRegistry
 
-from ._files import file_tools
-from ._http import http_tools
-from ._shell import shell_tools
-from ._workspace import Workspace
+    from ._workspace import Workspace
 
 GROUPS = ("files", "http", "shell")
 
@@ -33,6 +32,14 @@ def register(
     When the registry has no policy of its own, it gets one that asks before every
     ``shell`` call (through ``approver``; without one, shell calls are denied).
     """
+    # imported here: the host reads this package's module names without these
+    from codeact import RulePolicy, Tool, ask
+
+    from ._files import file_tools
+    from ._http import http_tools
+    from ._shell import shell_tools
+    from ._workspace import Workspace
+
     unknown = set(include) - set(GROUPS)
     if unknown:
         raise ValueError(f"unknown tool groups: {', '.join(sorted(unknown))}")
@@ -47,6 +54,14 @@ def register(
         if registry.own_policy is None:
             registry.set_policy(RulePolicy([ask("shell")], approver=approver))
     return [registry.register(t) for t in tools]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Workspace":
+        from ._workspace import Workspace
+
+        return Workspace
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["GROUPS", "Workspace", "register"]

@@ -60,6 +60,7 @@ from . import _copy as script_copy
 from ._asyncio import asyncio_facade
 from ._everyday import Context, localcontext, session_everyday_facades, static_everyday_facades
 from ._facade import Facade, pick
+from ._names import DEFAULT_MODULES
 from ._typing import typing_members
 
 MAX_FACTORIAL = 20_000
@@ -407,15 +408,10 @@ def _register_readable_types() -> None:
 STATIC_FACADES = _static_facades()
 _register_readable_types()
 
-DEFAULT_MODULES = frozenset(STATIC_FACADES) | {
-    "re",
-    "random",
-    "string",
-    "operator",
-    "zlib",
-    "pprint",
-    "asyncio",
-}
+# The facades built per session (random's state, the script's own print and loop).
+SESSION_MODULES = frozenset({"re", "random", "string", "operator", "zlib", "pprint", "asyncio"})
+if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
+    raise ImportError("stdlib_bindings._names.DEFAULT_MODULES and the facades disagree")
 
 
 def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Facade]:
@@ -502,4 +498,4 @@ def _check_substitution(guards: Guards, repl: Any, text: Any) -> None:
             )
 
 
-__all__ = ["DEFAULT_MODULES", "STATIC_FACADES", "Counter", "session_facades"]
+__all__ = ["DEFAULT_MODULES", "SESSION_MODULES", "STATIC_FACADES", "Counter", "session_facades"]

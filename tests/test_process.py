@@ -15,7 +15,7 @@ from codeact import AbortSignal, ToolCall, ToolExecutionResult, ToolRegistry, to
 from codeact._code_mode import RUN_CODE, run_code_tool
 from codeact._process import ProcessExecutor
 from codeact._sandbox import Limits, ScriptOutcome
-from codeact._worker import outcome_from_json
+from codeact._sandbox._outcome import outcome_from_json
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from codeact import Tool, ToolDefinitionError, ToolRegistry, tool
+from codeact import RulePolicy, Tool, ToolCall, ToolDefinitionError, ToolRegistry, deny, tool
 
 
 @tool(timeout=5, concurrency_safe=True, max_content_chars=10, render=lambda a, v: "x")
@@ -94,6 +94,25 @@ def test_child_shadows_parent_and_disposing_reveals_it() -> None:
     assert child.names() == ["search", "read"]
     dispose()
     assert child.get("read") is read
+
+
+@pytest.mark.anyio
+async def test_a_parent_with_no_tools_still_hands_down_its_policy_and_hooks() -> None:
+    seen: list[str] = []
+    parent = ToolRegistry(
+        policy=RulePolicy([deny("read", reason="no reading here")]),
+        pre_hooks=[lambda invocation: seen.append(invocation.name)],
+    )
+    child = parent.child()
+    child.register(read)
+    child.register(search)
+    refused = await child.execute(ToolCall("1", "read", {"path": "x"}))
+    allowed = await child.execute(ToolCall("2", "search", {"query": "q"}))
+    assert refused.is_error
+    assert refused.error.code == "POLICY_DENIED"
+    assert "no reading here" in refused.error.message
+    assert not allowed.is_error
+    assert seen == ["search"]
 
 
 def test_disposing_an_owner_unregisters_what_it_registered() -> None:

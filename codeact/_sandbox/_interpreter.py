@@ -28,6 +28,7 @@ from ._guards import (
     script_class_factory,
 )
 from ._limits import WATCHDOG, Limits, RunMonitor
+from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
 from ._ownership import SCOPE_KEY, SCOPE_MARK
 from ._transformer import RESULT_NAME
 
@@ -43,41 +44,6 @@ MAX_RESULT_DEPTH = 50
 MAX_ERROR_CHARS = 4_000
 MAX_KIND_CHARS = 200
 MAX_RESULT_CHARS = 1_000_000
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ToolCallRecord:
-    """A call a script made: what a failed script already did is shown to the model."""
-
-    name: str
-    ok: bool
-    code: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ScriptError:
-    """Why a run failed, in terms the model can act on."""
-
-    code: str
-    message: str
-    kind: str = ""
-    line: int | None = None
-    source_line: str | None = None
-    hint: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ScriptOutcome:
-    """What one run produced: the last expression's value, output, tool calls, or an error."""
-
-    value: JsonValue = None
-    output: str = ""
-    tool_calls: tuple[ToolCallRecord, ...] = ()
-    error: ScriptError | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 @dataclass(kw_only=True)
@@ -146,7 +112,7 @@ class Sandbox:
         modules: frozenset[str] | None = None,
         seed: int | None = None,
     ) -> None:
-        from stdlib_bindings._modules import DEFAULT_MODULES
+        from stdlib_bindings._names import DEFAULT_MODULES
 
         self.limits = limits or Limits()
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)

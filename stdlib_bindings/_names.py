@@ -1,0 +1,62 @@
+"""The names of the modules scripts may import by default, without importing any of them.
+
+The host needs only the names (to describe run_code, to tell a worker what to offer);
+the facades themselves are built where scripts run. ``_modules.py`` checks at import
+that every name here has a facade.
+"""
+
+from __future__ import annotations
+
+DEFAULT_MODULES = frozenset(
+    {
+        "__future__",
+        "abc",
+        "array",
+        "asyncio",
+        "base64",
+        "binascii",
+        "bisect",
+        "calendar",
+        "collections",
+        "collections.abc",
+        "contextlib",
+        "copy",
+        "csv",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "difflib",
+        "enum",
+        "fractions",
+        "functools",
+        "hashlib",
+        "heapq",
+        "html",
+        "io",
+        "itertools",
+        "json",
+        "keyword",
+        "math",
+        "numbers",
+        "operator",
+        "pprint",
+        "queue",
+        "random",
+        "re",
+        "secrets",
+        "statistics",
+        "string",
+        "textwrap",
+        "time",
+        "tomllib",
+        "types",
+        "typing",
+        "unicodedata",
+        "urllib",
+        "urllib.parse",
+        "uuid",
+        "zlib",
+    }
+)
+
+__all__ = ["DEFAULT_MODULES"]
