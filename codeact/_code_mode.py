@@ -7,6 +7,7 @@ import contextvars
 import inspect
 import itertools
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ._abort import AbortSignal
@@ -137,8 +138,19 @@ def run_code_tool(
     # offered the callers its run() accepts.
     accepted = _keywords_of(runner.run)
 
+    bound: list[tuple[int, Mapping[str, tuple[str, ...]]]] = []
+
+    def tool_table() -> Mapping[str, tuple[str, ...]]:
+        """The names and parameters scripts can call, rebuilt when the registry changes
+        (read-only: every run, and every executor, shares it)."""
+        version = registry.version
+        if not bound or bound[0][0] != version:
+            table = {t.name: t.parameter_names for t in bindable_tools(registry)}
+            bound[:] = [(version, MappingProxyType(table))]
+        return bound[0][1]
+
     async def run_code(code: str) -> dict[str, Any]:
-        tools = {t.name: t.parameter_names for t in bindable_tools(registry)}
+        tools = tool_table()
         this_session = SCRIPT_SESSION.get() or session
         session_names = names_by_session.setdefault(this_session, set())
         if precheck:

@@ -296,6 +296,9 @@ async def _invoke(
     """Run the tool body in one cancel scope: its deadline is the timeout, abort cancels it."""
     registered = invocation.tool
     timeout = registered.timeout
+    if timeout is None and abort is None and registered.is_async:  # nothing to cancel it by
+        with _tool_body(invocation):
+            return await registered.function(**arguments)
     deadline = anyio.current_time() + timeout if timeout is not None else math.inf
     with (
         anyio.CancelScope(deadline=deadline) as scope,

@@ -78,6 +78,7 @@ class Runtime:
         )
         self._scope.register(self._run_code)
         self._loop: BackgroundLoop | None = None
+        self._advertised: dict[tuple[Mode, int, str], tuple[int, tuple[str, ...]]] = {}
         self._finalizer: Any = None
         self._entered: Any = None
 
@@ -93,6 +94,15 @@ class Runtime:
     def advertised(self, mode: Mode | str | None = None) -> list[str]:
         """The names a model may call in ``mode``."""
         mode = Mode(mode or self.mode)
+        key = (mode, self.lazy_threshold, self.lazy)
+        cached = self._advertised.get(key)
+        if cached is not None and cached[0] == self._scope.version:  # every call asks
+            return list(cached[1])
+        names = self._advertise(mode)
+        self._advertised[key] = (self._scope.version, tuple(names))
+        return names
+
+    def _advertise(self, mode: Mode) -> list[str]:
         self._sync_discovery()
         names = []
         if mode in (Mode.NATIVE, Mode.BOTH):

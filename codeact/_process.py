@@ -11,26 +11,28 @@ in the host, through the registry: policy, validation, hooks and events stay hom
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.from_thread
 import anyio.to_thread
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._exceptions import ErrorCode
 from ._executors import (
+    SCRIPT_THREADS,
     AsyncBatchCaller,
     AsyncToolCaller,
     SessionGates,
@@ -39,6 +41,7 @@ from ._executors import (
     bounded_tool_caller,
 )
 from ._json import JsonValue, thaw
+from ._pipe import Garbled, PipeClosed, WorkerPipe
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._sandbox._outcome import outcome_from_json
@@ -79,18 +82,26 @@ class WorkerOptions:
 
 
 class Worker:
-    """One worker process and its channel."""
+    """One worker process and its channel.
 
-    def __init__(self, process: anyio.abc.Process, workdir: str) -> None:
+    A run is served in one host thread (``_serve``): it reads the worker's messages,
+    answers each tool call (in that thread when nothing in the call needs the event
+    loop, on the loop otherwise) and returns the outcome. Nothing else reads the
+    channel while it does.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], workdir: str) -> None:
         self.process = process
         self.workdir = workdir
         assert process.stdout is not None
         assert process.stdin is not None
-        self._reader = BufferedByteReceiveStream(process.stdout)
-        self._writer = process.stdin
+        self._pipe = WorkerPipe(process.stdout, process.stdin, max_bytes=MAX_MESSAGE_BYTES)
         self.last_used = time.monotonic()
         self.dead = False
         self.confinement = ConfinementReport()
+        self._aborting = False  # a cancelled run: calls still asked for are not run
+        self._served = threading.Event()  # set when no run is being served
+        self._served.set()
 
     @classmethod
     async def start(
@@ -107,32 +118,26 @@ class Worker:
         }
         prefix = [part.replace("{workdir}", workdir) for part in options.prefix]
         try:
-            process = await anyio.open_process(
-                [*prefix, sys.executable, "-m", options.module],
-                stdin=-1,
-                stdout=-1,
-                stderr=-3,  # subprocess.DEVNULL
-                cwd=workdir,
-                env=environment,
-                start_new_session=True,
-            )
+            command = [*prefix, sys.executable, "-m", options.module]
+            # Started from the loop's thread, as asyncio starts processes: the worker's
+            # parent-death signal fires when the thread that started it ends.
+            process = _spawn(command, workdir, environment)
         except BaseException:  # cancelled or refused before there was a worker to kill
             shutil.rmtree(workdir, ignore_errors=True)
             raise
         worker = cls(process, workdir)
         try:
-            with anyio.fail_after(START_TIMEOUT_SECONDS):
-                await worker.send(
-                    {
-                        "op": "init",
-                        "limits": asdict(limits),
-                        "modules": sorted(modules),
-                        "confinement": options.confinement,
-                        "user": options.user,
-                        "workdir": workdir,
-                    }
-                )
-                ready = await worker.receive()
+            await worker.send(
+                {
+                    "op": "init",
+                    "limits": asdict(limits),
+                    "modules": sorted(modules),
+                    "confinement": options.confinement,
+                    "user": options.user,
+                    "workdir": workdir,
+                }
+            )
+            ready = await worker.receive(within=START_TIMEOUT_SECONDS)
         except BaseException:
             await worker.kill()
             raise
@@ -151,30 +156,43 @@ class Worker:
         return self.process.pid
 
     async def send(self, message: dict[str, Any]) -> None:
-        try:
-            await self._writer.send(json.dumps(message, ensure_ascii=False).encode() + b"\n")
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            raise WorkerLost(await self._describe_exit()) from None
+        await self._talk(lambda: self._send(message))
 
-    async def receive(self) -> dict[str, Any]:
+    async def receive(self, *, within: float | None = None) -> dict[str, Any]:
+        """The next message; TimeoutError when none comes ``within`` seconds."""
+        received: dict[str, Any] = await self._talk(lambda: self._receive(within))
+        return received
+
+    async def _talk(self, exchange: Callable[[], Any]) -> Any:
+        """One blocking exchange in a thread; a cancelled one kills the worker (its channel
+        is mid-message, and the thread must not read a later caller's answer)."""
         try:
-            line = await self._reader.receive_until(b"\n", MAX_MESSAGE_BYTES)
-            message = json.loads(line)
-        except (
-            anyio.EndOfStream,
-            anyio.IncompleteRead,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-        ):
-            raise WorkerLost(await self._describe_exit()) from None
-        except (anyio.DelimiterNotFound, ValueError):
-            # an oversized or garbled message: the worker can no longer be trusted to talk
-            await self.kill()
+            return await anyio.to_thread.run_sync(exchange, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.kill()
+            raise
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            self._pipe.send(message)
+        except PipeClosed:
+            raise WorkerLost(self._describe_exit()) from None
+
+    def _send_at_once(self, message: dict[str, Any]) -> bool:
+        try:
+            return self._pipe.send_at_once(message)
+        except PipeClosed:
+            raise WorkerLost(self._describe_exit()) from None
+
+    def _receive(self, timeout: float | None = None) -> dict[str, Any]:
+        try:
+            return self._pipe.receive(timeout)
+        except PipeClosed:
+            raise WorkerLost(self._describe_exit()) from None
+        except Garbled:  # the worker can no longer be trusted to talk
+            self._kill_now()
             raise WorkerLost("the worker sent a message the host could not read") from None
-        if type(message) is not dict:
-            await self.kill()
-            raise WorkerLost("the worker sent a message the host could not read")
-        return message
 
     async def run(
         self,
@@ -184,129 +202,150 @@ class Worker:
         limits: Limits,
         call_tools: AsyncBatchCaller | None = None,
         call_tool_now: SyncToolCaller | None = None,
+        threads: anyio.CapacityLimiter | None = None,
     ) -> ScriptOutcome:
-        """Run one script; tool calls are answered here until the worker says it is done.
+        """Run one script; tool calls are answered until the worker says it is done.
+
+        The loop sends the script and waits for the first message: a script that calls no
+        tool costs no thread. The first call hands the run to one host thread, which
+        answers it and every later one and reads the outcome.
 
         The deadline is the script's own time: what the host spends answering its tool
         calls (each bounded by ``limits.tool_wait_seconds``) moves it on. The host
         records every call it answered, so a worker killed mid-run still reports them.
         """
         self.last_used = time.monotonic()
-        records: list[ToolCallRecord] = []
+        serving = _Serving(
+            limits=limits,
+            answers=_Answers(
+                bounded_tool_caller(call_tool, limits),
+                bounded_batch_caller(call_tool, call_tools, limits),
+                call_tool_now,
+                frozenset(tools),
+            ),
+            deadline=time.monotonic() + limits.wall_seconds + KILL_GRACE_SECONDS,
+        )
+        self._aborting = False
         try:
-            await self.send(
-                {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
+            run = {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
+            if not self._send_at_once(run):
+                await anyio.to_thread.run_sync(self._send, run, abandon_on_cancel=True)
+            first = await self._first_message(serving.deadline)
+            if first.get("op") == "done":
+                return self._outcome_of(first)
+            self._served.clear()
+            return await anyio.to_thread.run_sync(
+                self._serve, first, serving, abandon_on_cancel=True, limiter=threads
             )
-            caller = bounded_tool_caller(_in_one_thread(call_tool, call_tool_now), limits)
-            batch = bounded_batch_caller(call_tool, call_tools, limits)
-            return await self._serve(caller, batch, limits, records, frozenset(tools))
         except TimeoutError:
             await self.kill()
             return _lost(
                 ErrorCode.CODE_RESOURCE_LIMIT,
                 f"the worker was killed at the {limits.wall_seconds:g} s deadline",
-                records,
+                serving.records,
             )
         except WorkerLost as lost:
-            return _lost(ErrorCode.CODE_RUNTIME_ERROR, lost.reason, records)
+            if self.dead:
+                await self.kill()
+            return _lost(ErrorCode.CODE_RUNTIME_ERROR, lost.reason, serving.records)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self._abort(call_tool)
+                await self._abort(serving)
             raise
         finally:
             self.last_used = time.monotonic()
 
-    async def _serve(
-        self,
-        call_tool: AsyncToolCaller,
-        call_tools: AsyncBatchCaller,
-        limits: Limits,
-        records: list[ToolCallRecord],
-        bound: frozenset[str],
-    ) -> ScriptOutcome:
-        deadline = anyio.current_time() + limits.wall_seconds + KILL_GRACE_SECONDS
-        while True:
-            with anyio.fail_after(max(deadline - anyio.current_time(), 0)):
-                message = await self.receive()
-            op = message.get("op")
-            if op == "done":
+    async def _first_message(self, deadline: float) -> dict[str, Any]:
+        """The worker's first message of a run, waited for on the loop."""
+        with anyio.fail_after(max(deadline - time.monotonic(), 0)):
+            while True:
+                await anyio.wait_readable(self._pipe.read_fd)
                 try:
-                    return outcome_from_json(message["outcome"])
-                except (KeyError, TypeError, ValueError, AttributeError):  # not from our worker
-                    await self.kill()
-                    raise WorkerLost("the worker sent an outcome the host could not read") from None
-            if op == "call":
-                calls = [_asked_call(message)]
-            elif op == "calls" and type(message.get("calls")) is list:
-                calls = [_asked_call(c) for c in message["calls"] if type(c) is dict]
-            else:
-                continue
-            if len(records) + len(calls) > limits.max_tool_calls:  # the worker is not trusted
-                await self.kill()
-                return _lost(
-                    ErrorCode.CODE_RESOURCE_LIMIT,
-                    f"the script made more than {limits.max_tool_calls:,} tool calls",
-                    records,
-                )
-            asked = anyio.current_time()
-            results = await self._answer(
-                calls, bound, call_tool if op == "call" else None, call_tools
-            )
-            deadline += anyio.current_time() - asked  # waiting on the host is not script time
-            for (name, _), result in zip(calls, results, strict=True):
-                records.append(
-                    ToolCallRecord(
-                        name=name,
-                        ok=not result.is_error,
-                        code=result.error.code if result.is_error else None,
+                    message = self._pipe.receive_available()
+                except PipeClosed:
+                    raise WorkerLost(self._describe_exit()) from None
+                except Garbled:
+                    self._kill_now()
+                    raise WorkerLost("the worker sent a message the host could not read") from None
+                if message is not None:
+                    return message
+
+    def _outcome_of(self, message: dict[str, Any]) -> ScriptOutcome:
+        try:
+            return outcome_from_json(message["outcome"])
+        except (KeyError, TypeError, ValueError, AttributeError):  # not from our worker
+            self._kill_now()
+            raise WorkerLost("the worker sent an outcome the host could not read") from None
+
+    def _serve(self, message: dict[str, Any] | None, serving: _Serving) -> ScriptOutcome:
+        """The rest of a run, from ``message`` (None: the next one) to its outcome, in this
+        (worker) thread; while the run is being aborted, every call is answered ABORTED."""
+        limits, records = serving.limits, serving.records
+        try:
+            while True:
+                if message is None:
+                    message = self._receive(max(serving.deadline - time.monotonic(), 0))
+                op = message.get("op")
+                if op == "done":
+                    return self._outcome_of(message)
+                if op == "call":
+                    calls = [_asked_call(message)]
+                elif op == "calls" and type(message.get("calls")) is list:
+                    calls = [_asked_call(c) for c in message["calls"] if type(c) is dict]
+                else:
+                    message = None
+                    continue
+                message = None
+                if len(records) + len(calls) > limits.max_tool_calls:  # the worker is not trusted
+                    self._kill_now()
+                    return _lost(
+                        ErrorCode.CODE_RESOURCE_LIMIT,
+                        f"the script made more than {limits.max_tool_calls:,} tool calls",
+                        records,
                     )
+                asked = time.monotonic()
+                results = (
+                    [_aborted(name) for name, _ in calls]
+                    if self._aborting
+                    else serving.answers.answer(calls, single=op == "call")
                 )
-            answers = [_answer_json(result) for result in results]
-            if op == "call":
-                await self.send(answers[0])
-            else:
-                await self.send({"op": "results", "results": answers})
+                serving.deadline += time.monotonic() - asked  # the host's time is not the script's
+                for (name, _), result in zip(calls, results, strict=True):
+                    records.append(
+                        ToolCallRecord(
+                            name=name,
+                            ok=not result.is_error,
+                            code=result.error.code if result.is_error else None,
+                        )
+                    )
+                replies = [_answer_json(result) for result in results]
+                self._send(replies[0] if op == "call" else {"op": "results", "results": replies})
+        finally:
+            self._served.set()
 
-    async def _answer(
-        self,
-        calls: list[tuple[str, dict[str, JsonValue]]],
-        bound: frozenset[str],
-        call_tool: AsyncToolCaller | None,
-        call_tools: AsyncBatchCaller,
-    ) -> list[ToolExecutionResult]:
-        """Only the tools this run bound: the worker is not trusted to ask for others."""
-        wanted = [i for i, (name, _) in enumerate(calls) if name in bound]
-        results: list[ToolExecutionResult] = [
-            failure("script", name, ErrorCode.UNKNOWN_TOOL, f"{name!r} is not bound")
-            for name, _ in calls
-        ]
-        if call_tool is not None and wanted:  # one synchronous call
-            results[0] = await call_tool(*calls[0])
-        elif wanted:
-            for index, result in zip(
-                wanted, await call_tools([calls[i] for i in wanted]), strict=True
-            ):
-                results[index] = result
-        return results
+    async def _abort(self, serving: _Serving) -> None:
+        """Stop the running script; kill the worker if it does not stop in time.
 
-    async def _abort(self, call_tool: AsyncToolCaller) -> None:
-        """Stop the running script; kill the worker if it does not stop in time."""
+        A thread reads on (the one serving the run, or one started for this): it answers
+        every call still asked for as ABORTED and ends at the worker's outcome. Calls in
+        flight on the loop are cancelled, and end as ABORTED.
+        """
+        self._aborting = True
+        serving.answers.cancel()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGUSR1)
-        try:
-            with anyio.fail_after(ABORT_GRACE_SECONDS):
-                while True:
-                    message = await self.receive()
-                    if message.get("op") == "done":
-                        return
-                    aborted = {"op": "result", "ok": False, "code": "ABORTED", "message": "aborted"}
-                    if message.get("op") == "call":
-                        await self.send(aborted)
-                    elif message.get("op") == "calls" and type(message.get("calls")) is list:
-                        await self.send(
-                            {"op": "results", "results": [aborted] * len(message["calls"])}
-                        )
-        except (TimeoutError, WorkerLost):
+        if self._served.is_set() and not self.dead:  # cancelled while the loop waited
+            self._served.clear()
+            serving.deadline = time.monotonic() + ABORT_GRACE_SECONDS
+            with anyio.move_on_after(ABORT_GRACE_SECONDS):
+                with contextlib.suppress(WorkerLost, TimeoutError):
+                    await anyio.to_thread.run_sync(
+                        self._serve, None, serving, abandon_on_cancel=True
+                    )
+        stopped = await anyio.to_thread.run_sync(
+            self._served.wait, ABORT_GRACE_SECONDS, abandon_on_cancel=True
+        )
+        if not stopped:
             await self.kill()
 
     async def reset(self) -> None:
@@ -317,30 +356,34 @@ class Worker:
     async def close(self) -> None:
         """Ask the worker to exit, then make sure it did, and remove its directory."""
         if not self.dead:
-            with contextlib.suppress(
-                WorkerLost, anyio.BrokenResourceError, anyio.ClosedResourceError
-            ):
+            with contextlib.suppress(WorkerLost):
                 await self.send({"op": "exit"})
             with anyio.move_on_after(KILL_GRACE_SECONDS):
-                await self.process.wait()
+                await anyio.to_thread.run_sync(self._wait_exit, abandon_on_cancel=True)
         await self.kill()
 
     async def kill(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._kill_now)
+
+    def _kill_now(self) -> None:
+        """Kill and reap the process, close the channel, remove the folder (any thread)."""
         self.dead = True
-        if self.process.returncode is None:
+        if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
-        with anyio.CancelScope(shield=True):
-            await self.process.wait()
-            await self.process.aclose()
+        self.process.wait()
+        self._pipe.close()  # closed when the serving thread, if any, lets go of it
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    async def _describe_exit(self) -> str:
+    def _wait_exit(self) -> None:
+        self.process.wait()
+
+    def _describe_exit(self) -> str:
         self.dead = True
-        with anyio.move_on_after(KILL_GRACE_SECONDS):
-            await self.process.wait()
-        code = self.process.returncode
-        if code is None:
+        try:
+            code = self.process.wait(KILL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
             return "the worker stopped answering"
         if code < 0:
             name = signal.Signals(-code).name
@@ -350,20 +393,95 @@ class Worker:
         return f"the worker exited with status {code}"
 
 
-def _in_one_thread(
-    call_tool: AsyncToolCaller, call_tool_now: SyncToolCaller | None
-) -> AsyncToolCaller:
-    """A worker's single call: the whole pipeline in one worker thread when nothing in it
-    needs the loop (one handoff instead of the async pipeline's), else the pipeline."""
-    if call_tool_now is None:
-        return call_tool
+@dataclass(kw_only=True)
+class _Serving:
+    """One run as the host serves it: the calls it answered and its moving deadline."""
 
-    async def call(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
-        # abandoned, as the pipeline's own thread is, if the wait on it is cancelled
-        now = await anyio.to_thread.run_sync(call_tool_now, name, arguments, abandon_on_cancel=True)
-        return now if now is not None else await call_tool(name, arguments)
+    limits: Limits
+    answers: _Answers
+    deadline: float
+    records: list[ToolCallRecord] = field(default_factory=list)
 
-    return call
+
+class _Answers:
+    """How the serving thread answers a worker's calls; only tools this run bound."""
+
+    def __init__(
+        self,
+        call_tool: AsyncToolCaller,
+        call_tools: AsyncBatchCaller,
+        call_tool_now: SyncToolCaller | None,
+        bound: frozenset[str],
+    ) -> None:
+        self._call_tool = call_tool
+        self._call_tools = call_tools
+        self._call_tool_now = call_tool_now
+        self._bound = bound
+        # the host's side of calls that need the loop: cancelled by name with the run
+        self._in_flight: set[anyio.CancelScope] = set()
+
+    def cancel(self) -> None:
+        """End every call in flight on the loop (each as ABORTED)."""
+        for scope in list(self._in_flight):
+            scope.cancel()
+
+    def answer(
+        self, calls: list[tuple[str, dict[str, JsonValue]]], *, single: bool
+    ) -> list[ToolExecutionResult]:
+        wanted = [i for i, (name, _) in enumerate(calls) if name in self._bound]
+        results: list[ToolExecutionResult] = [
+            failure("script", name, ErrorCode.UNKNOWN_TOOL, f"{name!r} is not bound")
+            for name, _ in calls
+        ]
+        if single and wanted:
+            name, arguments = calls[0]
+            now = self._call_tool_now(name, arguments) if self._call_tool_now else None
+            results[0] = (
+                now
+                if now is not None
+                else self._on_loop(lambda: self._call_tool(name, arguments), [name])[0]
+            )
+        elif wanted:
+            batch = [calls[i] for i in wanted]
+            answered = self._on_loop(lambda: self._call_tools(batch), [n for n, _ in batch])
+            for index, result in zip(wanted, answered, strict=True):
+                results[index] = result
+        return results
+
+    def _on_loop(
+        self, work: Callable[[], Awaitable[Any]], names: list[str]
+    ) -> list[ToolExecutionResult]:
+        async def cancellable() -> list[ToolExecutionResult]:
+            with anyio.CancelScope() as scope:
+                self._in_flight.add(scope)
+                try:
+                    answered = await work()
+                    return answered if isinstance(answered, list) else [answered]
+                finally:
+                    self._in_flight.discard(scope)
+            return [_aborted(name) for name in names]
+
+        answered: list[ToolExecutionResult] = anyio.from_thread.run(cancellable)
+        return answered
+
+
+def _spawn(
+    command: list[str], workdir: str, environment: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=workdir,
+        env=environment,
+        start_new_session=True,
+        bufsize=0,
+    )
+
+
+def _aborted(name: str) -> ToolExecutionResult:
+    return failure("script", name, ErrorCode.ABORTED, "the run was cancelled")
 
 
 def _asked_call(message: dict[str, Any]) -> tuple[str, dict[str, JsonValue]]:
@@ -420,6 +538,8 @@ class ProcessExecutor:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._refilling = 0
         self._gates = SessionGates()
+        # one thread serves each running session's run (anyio's default pool has 40)
+        self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
         self._pending_starts = 0
         self._closed = False
         self._swept = False
@@ -471,7 +591,7 @@ class ProcessExecutor:
             return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
         try:
             outcome = await worker.run(
-                source, tools, call_tool, self.limits, call_tools, call_tool_now
+                source, tools, call_tool, self.limits, call_tools, call_tool_now, self._threads
             )
         finally:
             if worker.dead and self._sessions.get(session) is worker:

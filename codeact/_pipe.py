@@ -1,0 +1,195 @@
+"""The host's end of a worker's channel: newline-delimited JSON over two pipes.
+
+Reads and writes are blocking calls made from a thread. A run is served by one thread
+from its first message to its last, so a tool call from a script crosses two pipes and
+nothing else: no event loop wakes between the question and the answer.
+
+The worker is not trusted: a line longer than ``max_bytes``, or one that is not a JSON
+object, is refused (``Garbled``), and the host stops talking to that worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import threading
+import time
+from typing import IO, Any
+
+READ_CHUNK = 1 << 16
+
+
+class PipeClosed(Exception):
+    """The other end is gone (or we closed ours)."""
+
+
+class Garbled(Exception):
+    """The worker sent something that is not one bounded JSON object per line."""
+
+
+class WorkerPipe:
+    """One worker's two pipes; safe to close while another thread is using them.
+
+    A descriptor is closed only once no call is using it: closing one that a blocked
+    ``receive`` still waits on would let the number be reused by an unrelated file.
+    """
+
+    def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_bytes: int) -> None:
+        self._files = (reader, writer)  # closed through these: they own the descriptors
+        self._read_fd = reader.fileno()
+        self._write_fd = write_fd = writer.fileno()
+        self._max_bytes = max_bytes
+        self._buffer = bytearray()
+        os.set_blocking(write_fd, False)  # a full pipe is waited on, never blocked in
+        self._lock = threading.Lock()
+        self._users = 0
+        self._closing = False
+        self._closed = False
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write the whole message, waiting while the pipe is full."""
+        data = memoryview(_encoded(message))
+        with self._using():
+            try:
+                while data:
+                    try:
+                        data = data[os.write(self._write_fd, data) :]
+                    except BlockingIOError:
+                        self._wait_writable()
+            except OSError as error:  # EPIPE: the worker is gone
+                raise PipeClosed(str(error)) from None
+
+    def send_at_once(self, message: dict[str, Any]) -> bool:
+        """Write a short message without ever waiting (safe on an event loop); False, with
+        nothing written, when it is too long or the pipe is full (a worker not reading)."""
+        data = _encoded(message)
+        if len(data) > select.PIPE_BUF:  # longer writes may be split, and could wait
+            return False
+        with self._using():
+            try:
+                os.write(self._write_fd, data)  # at most PIPE_BUF bytes: all or nothing
+            except BlockingIOError:
+                return False
+            except OSError as error:
+                raise PipeClosed(str(error)) from None
+        return True
+
+    def _wait_writable(self) -> None:
+        while not self._closing:
+            if select.select([], [self._write_fd], [], 0.25)[1]:
+                return
+        raise PipeClosed("the channel was closed")
+
+    def receive(self, timeout: float | None = None) -> dict[str, Any]:
+        """The next message; TimeoutError when none arrives within ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._using():
+            while True:
+                message = self._take_line()
+                if message is not None:
+                    return message
+                self._wait_readable(deadline)
+                self._read_some()
+
+    @property
+    def read_fd(self) -> int:
+        return self._read_fd
+
+    def receive_available(self) -> dict[str, Any] | None:
+        """After the read end polled readable: one read, and the message if it is whole."""
+        with self._using():
+            if self._buffer.find(b"\n") < 0:
+                self._read_some()
+            return self._take_line()
+
+    def _read_some(self) -> None:
+        try:
+            chunk = os.read(self._read_fd, READ_CHUNK)
+        except OSError as error:
+            raise PipeClosed(str(error)) from None
+        if not chunk:
+            raise PipeClosed("the worker closed its end")
+        self._buffer += chunk
+
+    def _take_line(self) -> dict[str, Any] | None:
+        end = self._buffer.find(b"\n")
+        if end < 0:
+            if len(self._buffer) > self._max_bytes:
+                raise Garbled("a message longer than the channel allows")
+            return None
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return _parsed(line)
+
+    def _wait_readable(self, deadline: float | None) -> None:
+        while True:
+            if self._closing:
+                raise PipeClosed("the channel was closed")
+            # wake now and then: a close from another thread ends the wait promptly
+            wait = 0.25 if deadline is None else min(max(deadline - time.monotonic(), 0), 0.25)
+            readable, _, _ = select.select([self._read_fd], [], [], wait)
+            if readable:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError("the worker did not answer in time")
+
+    def close(self) -> None:
+        """Close both ends now, or as soon as the call using them returns."""
+        with self._lock:
+            self._closing = True
+            if self._users == 0:
+                self._close_now()
+
+    def _using(self) -> _Use:
+        return _Use(self)
+
+    def _enter(self) -> None:
+        with self._lock:
+            if self._closing:
+                raise PipeClosed("the channel was closed")
+            self._users += 1
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._closing and self._users == 0:
+                self._close_now()
+
+    def _close_now(self) -> None:
+        if not self._closed:
+            self._closed = True
+            for file in self._files:
+                with contextlib.suppress(OSError):
+                    file.close()
+
+
+class _Use:
+    __slots__ = ("_pipe",)
+
+    def __init__(self, pipe: WorkerPipe) -> None:
+        self._pipe = pipe
+
+    def __enter__(self) -> None:
+        self._pipe._enter()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._pipe._leave()
+
+
+def _encoded(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False).encode() + b"\n"
+
+
+def _parsed(line: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        raise Garbled("a message that is not JSON") from None
+    if type(message) is not dict:
+        raise Garbled("a message that is not a JSON object")
+    return message
+
+
+__all__ = ["Garbled", "PipeClosed", "WorkerPipe"]
