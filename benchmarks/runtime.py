@@ -8,8 +8,9 @@ interpreter; ratios are to plain CPython doing the same in the same run.
 - per trivial run: ``1 + 1`` through ``run_code``, warm;
 - cold start: a fresh interpreter importing codeact, building a Runtime and getting the
   first ``run_code`` result (the process executor's default);
-- memory of idle warm workers: resident (RSS) and unique (USS: private pages) of one,
-  and the sum over 32 sessions' workers.
+- memory of idle warm workers: resident (RSS) and unique (USS: private pages) of the
+  median one, and the sum over 32 sessions' workers, each started afresh and forked from
+  the template process.
 """
 
 from __future__ import annotations
@@ -121,19 +122,28 @@ def _memory(pid: int) -> tuple[int, int]:
     return fields.get("Rss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
 
 
-async def worker_memory() -> tuple[tuple[int, int], tuple[int, int]]:
-    executor = ProcessExecutor(limits=LIMITS, warm=0)
+async def worker_memory(template: bool) -> dict[str, tuple[int, int]]:
+    """Resident and unique bytes: a median idle worker, the template, and the sum over
+    ``SESSIONS`` sessions' workers (plus the template they share, when there is one)."""
+    executor = ProcessExecutor(limits=LIMITS, warm=0, template=template)
     runtime = Runtime(_registry(), mode="code", executor=executor, limits=LIMITS)
     async with runtime:
+        if template:
+            assert await executor.prepare(), "this machine cannot fork workers from a template"
         for number in range(SESSIONS):
             result = await runtime.execute(
                 ToolCall(f"m{number}", "run_code", {"code": "lookup(1)"}), session=f"s{number}"
             )
             assert not result.is_error, result.text
         sizes = [_memory(worker.pid) for worker in executor.workers if not worker.dead]
-    one = sizes[0]
-    total = (sum(s[0] for s in sizes), sum(s[1] for s in sizes))
-    return one, total
+        shared = [] if executor.template_pid is None else [_memory(executor.template_pid)]
+    middle = sorted(sizes, key=lambda size: size[1])[len(sizes) // 2]
+    every = sizes + shared
+    return {
+        "worker": middle,
+        "template": shared[0] if shared else (0, 0),
+        "total": (sum(s[0] for s in every), sum(s[1] for s in every)),
+    }
 
 
 def main() -> None:
@@ -151,13 +161,21 @@ def main() -> None:
             f"   ({per_call / base_call:,.0f}x, {per_run / base_run:,.0f}x CPython)"
         )
     print(f"cold start (fresh interpreter to first run_code result): {cold_start():.3f} s")
-    (rss, uss), (total_rss, total_uss) = anyio.run(worker_memory)
     mib = 1024 * 1024
-    print(f"idle warm worker: {rss / mib:.1f} MiB resident, {uss / mib:.1f} MiB unique")
-    print(
-        f"{SESSIONS} idle sessions' workers: {total_rss / mib:.0f} MiB resident, "
-        f"{total_uss / mib:.0f} MiB unique"
-    )
+    for template in (False, True):
+        sizes = anyio.run(worker_memory, template)
+        how = "forked from the template" if template else "each started afresh"
+        rss, uss = sizes["worker"]
+        total_rss, total_uss = sizes["total"]
+        print(f"idle warm worker, {how}: {rss / mib:.1f} MiB resident, {uss / mib:.1f} MiB unique")
+        if template:
+            t_rss, t_uss = sizes["template"]
+            print(f"  the template itself: {t_rss / mib:.1f} MiB resident, ", end="")
+            print(f"{t_uss / mib:.1f} MiB unique")
+        print(
+            f"  {SESSIONS} idle sessions' workers{' and the template' if template else ''}: "
+            f"{total_rss / mib:.0f} MiB resident, {total_uss / mib:.0f} MiB unique"
+        )
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ from ._pipe import Garbled, PipeClosed, WorkerPipe
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._sandbox._outcome import outcome_from_json
+from ._template import ForkedProcess, WorkerTemplate
+from ._template import available as template_available
 
 WARM_WORKERS = 2
 IDLE_SECONDS = 300.0
@@ -54,6 +56,14 @@ START_TIMEOUT_SECONDS = 30.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 FOLDER_PREFIX = "codeact-worker-"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+# All a worker (or the template it is forked from) inherits of the host's environment.
+WORKER_ENVIRONMENT = {
+    "PATH": os.defpath,
+    "LANG": "C.UTF-8",
+    "PYTHONPATH": _PACKAGE_ROOT,
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+}
 
 
 class WorkerLost(Exception):
@@ -90,7 +100,7 @@ class Worker:
     channel while it does.
     """
 
-    def __init__(self, process: subprocess.Popen[bytes], workdir: str) -> None:
+    def __init__(self, process: subprocess.Popen[bytes] | ForkedProcess, workdir: str) -> None:
         self.process = process
         self.workdir = workdir
         assert process.stdout is not None
@@ -105,23 +115,25 @@ class Worker:
 
     @classmethod
     async def start(
-        cls, limits: Limits, modules: frozenset[str], options: WorkerOptions | None = None
+        cls,
+        limits: Limits,
+        modules: frozenset[str],
+        options: WorkerOptions | None = None,
+        template: WorkerTemplate | None = None,
     ) -> Worker:
+        """A worker started afresh, or forked from ``template`` (imports already paid)."""
         options = options or WorkerOptions()
         workdir = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
-        environment = {
-            "PATH": os.defpath,
-            "LANG": "C.UTF-8",
-            "PYTHONPATH": _PACKAGE_ROOT,
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONNOUSERSITE": "1",
-        }
         prefix = [part.replace("{workdir}", workdir) for part in options.prefix]
+        process: subprocess.Popen[bytes] | ForkedProcess
         try:
-            command = [*prefix, sys.executable, "-m", options.module]
-            # Started from the loop's thread, as asyncio starts processes: the worker's
-            # parent-death signal fires when the thread that started it ends.
-            process = _spawn(command, workdir, environment)
+            if template is not None:
+                process = await anyio.to_thread.run_sync(template.fork, workdir)
+            else:
+                command = [*prefix, sys.executable, "-m", options.module]
+                # Started from the loop's thread, as asyncio starts processes: the worker's
+                # parent-death signal fires when the thread that started it ends.
+                process = _spawn(command, workdir, WORKER_ENVIRONMENT)
         except BaseException:  # cancelled or refused before there was a worker to kill
             shutil.rmtree(workdir, ignore_errors=True)
             raise
@@ -333,7 +345,7 @@ class Worker:
         self._aborting = True
         serving.answers.cancel()
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGUSR1)
+            self.process.send_signal(signal.SIGUSR1)
         if self._served.is_set() and not self.dead:  # cancelled while the loop waited
             self._served.clear()
             serving.deadline = time.monotonic() + ABORT_GRACE_SECONDS
@@ -511,6 +523,11 @@ class ProcessExecutor:
 
     Use it as an async context manager to keep the pool warm in the background and
     reap idle workers; used without, workers start on demand.
+
+    ``template`` (default on, where the kernel has pidfds and no ``worker_prefix`` is
+    set): workers are forked from one template process that has imported everything, so
+    a new worker is ready in milliseconds and shares the template's memory. Where the
+    template cannot start, workers are started afresh.
     """
 
     def __init__(
@@ -523,6 +540,7 @@ class ProcessExecutor:
         confinement: Confinement = "best-effort",
         worker_user: int | None = UNPRIVILEGED_ID,
         worker_prefix: Sequence[str] = (),
+        template: bool = True,
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
 
@@ -543,6 +561,9 @@ class ProcessExecutor:
         self._pending_starts = 0
         self._closed = False
         self._swept = False
+        self.use_template = template and not worker_prefix and template_available()
+        self._template: WorkerTemplate | None = None
+        self._template_lock = anyio.Lock()
 
     async def __aenter__(self) -> ProcessExecutor:
         self._closed = False
@@ -624,11 +645,14 @@ class ProcessExecutor:
             self._sessions.clear()
             self._spare.clear()
             if not workers and not self._pending_starts:
-                return
+                break
             for worker in workers:
                 await worker.close()
             if self._pending_starts:  # a start in flight hands its worker over when done
                 await anyio.sleep(0.01)
+        template, self._template = self._template, None
+        if template is not None:
+            await anyio.to_thread.run_sync(template.close)
 
     # Pool ----------------------------------------------------------------------------
 
@@ -655,9 +679,63 @@ class ProcessExecutor:
             sweep_stale_folders()
         self._pending_starts += 1
         try:
+            template = await self._template_for_workers()
+            if template is not None:
+                try:
+                    return await Worker.start(self.limits, self.modules, self.options, template)
+                except OSError:  # the template went away meanwhile: this one starts afresh
+                    pass
             return await Worker.start(self.limits, self.modules, self.options)
         finally:
             self._pending_starts -= 1
+
+    async def prepare(self) -> bool:
+        """Start the worker template and wait until it is ready; True when workers will be
+        forked from it. A server calls this at start-up so its first sessions fork too."""
+        await self._template_for_workers()
+        template = self._template
+        if template is None:
+            return False
+        await anyio.to_thread.run_sync(template.ready.wait, START_TIMEOUT_SECONDS)
+        return (await self._template_for_workers()) is not None
+
+    @property
+    def template_pid(self) -> int | None:
+        """The worker template's process id, while one is running."""
+        template = self._template
+        return template.process.pid if template is not None and template.alive else None
+
+    async def _template_for_workers(self) -> WorkerTemplate | None:
+        """The template, once it is ready; None: start this worker afresh.
+
+        The first need starts the template and does not wait for it: that worker starts
+        afresh beside it (the cold start stays one worker's start), later ones fork.
+        """
+        if not self.use_template:
+            return None
+        async with self._template_lock:
+            template = self._template
+            if template is not None and template.ready.is_set() and template.alive:
+                return template
+            if template is not None and template.alive:
+                return None  # still importing
+            self._template = None
+            if template is not None:
+                if template.failed and not template.ready.is_set():
+                    self.use_template = False  # it cannot start here: every worker is fresh
+                    return None
+                await anyio.to_thread.run_sync(template.close)
+            if self._closed:
+                return None
+            command = [sys.executable, "-m", "codeact._template", self.options.module]
+            try:
+                # spawned from the loop's thread, as workers are (parent-death signal)
+                self._template = WorkerTemplate.spawn(command, WORKER_ENVIRONMENT)
+            except OSError:
+                self.use_template = False
+                return None
+            self._template.wait_ready_in_background()
+            return None
 
     def _refill(self) -> None:
         if self._tasks is None:

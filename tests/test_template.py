@@ -1,0 +1,143 @@
+"""Workers forked from the template process: confined alike, gone with it, nothing left."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from codeact._process import ProcessExecutor
+from codeact._template import available
+from tests.test_process import LIMITS, children, killed_mid_run, run
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not available(), reason="forking from a template needs pidfds (Linux)"),
+]
+
+
+def parent_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("\nPPid:\t", 1)[1].split("\n", 1)[0])
+
+
+def descendants_alive(pids: set[int]) -> set[int]:
+    return {pid for pid in pids if Path(f"/proc/{pid}").exists() and not _zombie(pid)}
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+async def test_a_session_after_the_template_is_ready_runs_in_a_forked_worker() -> None:
+    os.environ["CODEACT_HOST_SECRET"] = "do-not-leak"
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        assert (await run(executor, "1", session="started")).ok  # before the template was ready
+        started = executor._sessions["started"]
+        assert await executor.prepare()
+        template = executor.template_pid
+        assert template is not None
+        outcome = await run(executor, "state = add(2, 3)\nstate", session="forked")
+        assert outcome.value == 5
+        worker = executor._sessions["forked"]
+        assert parent_of(worker.pid) == template  # forked from it, not started by us
+        assert worker.pid not in children()
+        # confined as a started worker is: the same layers, its own folder, few descriptors
+        assert parent_of(started.pid) == os.getpid()
+        assert worker.confinement.active.keys() == started.confinement.active.keys()
+        assert worker.confinement.missing.keys() == started.confinement.missing.keys()
+        assert b"do-not-leak" not in Path(f"/proc/{worker.pid}/environ").read_bytes()
+        assert len(os.listdir(f"/proc/{worker.pid}/fd")) <= 8
+        cwd = os.readlink(f"/proc/{worker.pid}/cwd")
+        assert Path(cwd).name.startswith("codeact-worker-")
+        assert (await run(executor, "state + 1", session="forked")).value == 6  # names persist
+    finally:
+        del os.environ["CODEACT_HOST_SECRET"]
+        await executor.aclose()
+    assert not Path(cwd).exists()
+    assert descendants_alive({template, worker.pid}) == set()
+
+
+async def test_a_forked_worker_killed_mid_run_is_reported_and_replaced() -> None:
+    executor = ProcessExecutor(limits=LIMITS.__class__(wall_seconds=10.0), warm=0)
+    try:
+        assert await executor.prepare()
+        assert (await run(executor, "x = 1", session="k")).ok
+        outcome = await killed_mid_run(executor, executor._sessions["k"].pid, session="k")
+        assert outcome.error is not None
+        assert "killed (SIGKILL)" in outcome.error.message  # the template relayed its end
+        assert (await run(executor, "add(1, 1)", session="k")).value == 2
+    finally:
+        await executor.aclose()
+
+
+async def test_when_the_template_dies_its_workers_die_and_the_next_run_still_works() -> None:
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        assert await executor.prepare()
+        template = executor.template_pid
+        assert template is not None
+        assert (await run(executor, "1", session="a")).ok
+        forked = executor._sessions["a"].pid
+        os.kill(template, signal.SIGKILL)
+        with anyio.fail_after(20):
+            while descendants_alive({forked}):  # its parent-death signal
+                await anyio.sleep(0.05)
+        lost = await run(executor, "1", session="a")
+        assert lost.error is not None
+        assert "state was lost" in lost.error.message
+        assert (await run(executor, "add(4, 4)", session="a")).value == 8
+        assert (await run(executor, "add(5, 5)", session="b")).value == 10
+    finally:
+        await executor.aclose()
+    assert children() == set()
+
+
+async def test_many_sessions_fork_at_once_and_closing_leaves_no_process() -> None:
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        assert await executor.prepare()
+        template = executor.template_pid
+        values: dict[str, object] = {}
+
+        async def session(number: int) -> None:
+            outcome = await run(executor, f"add({number}, 1)", session=f"s{number}")
+            values[f"s{number}"] = outcome.value
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tasks:
+                for number in range(16):
+                    tasks.start_soon(session, number)
+        assert values == {f"s{n}": n + 1 for n in range(16)}
+        pids = {worker.pid for worker in executor.workers}
+        assert len(pids) == 16
+        assert {parent_of(pid) for pid in pids} == {template}
+    finally:
+        await executor.aclose()
+    assert descendants_alive({*pids, template}) == set()  # type: ignore[arg-type]
+    assert children() == set()
+
+
+async def test_forked_workers_do_not_share_random_state() -> None:
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        assert await executor.prepare()
+        draws = [
+            (await run(executor, "import random\nrandom.random()", session=f"r{n}")).value
+            for n in range(3)
+        ]
+        tokens = [
+            (await run(executor, "import secrets\nsecrets.token_hex(8)", session=f"r{n}")).value
+            for n in range(3)
+        ]
+    finally:
+        await executor.aclose()
+    assert len(set(draws)) == 3
+    assert len(set(tokens)) == 3
