@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 
 from ._exceptions import ErrorCode, ToolError
 from ._json import JsonValue, thaw
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome
+from ._threads import SessionThread
 
 if TYPE_CHECKING:
     from ._sandbox import Sandbox
@@ -84,7 +86,7 @@ class SessionGates:
             raise QueueFull(session)
         gate.users += 1
         try:
-            async with gate.lock:  # FIFO: anyio hands a released lock to the first waiter
+            async with taken(gate.lock):  # FIFO: a released lock goes to the first waiter
                 yield
         finally:
             gate.users -= 1
@@ -100,6 +102,20 @@ class SessionGates:
                 return await work()
         except QueueFull:
             return queue_full(session, self.limit)
+
+
+@contextlib.asynccontextmanager
+async def taken(lock: anyio.Lock | anyio.CapacityLimiter) -> AsyncIterator[None]:
+    """Hold ``lock``, taken at once when it is free (no trip through the event loop, which
+    anyio's ``acquire`` always makes), else waited for in turn."""
+    try:
+        lock.acquire_nowait()  # fails while others wait: their turn comes first
+    except anyio.WouldBlock:
+        await lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def queue_full(session: str, limit: int) -> ScriptOutcome:
@@ -178,6 +194,7 @@ class InProcessExecutor:
         # Scripts wait in their threads for tools that need a thread of their own: one
         # shared limiter would deadlock once every token is held by a waiting script.
         self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
+        self._script_threads: dict[str, SessionThread] = {}
         self._gates = SessionGates()
 
     def sandbox(self, session: str) -> Sandbox:
@@ -214,6 +231,10 @@ class InProcessExecutor:
         call_tool_now: SyncToolCaller | None = None,
     ) -> ScriptOutcome:
         sandbox = self.sandbox(session)
+        thread = self._script_threads.get(session)
+        if thread is None:
+            thread = self._script_threads[session] = SessionThread(f"codeact-script-{session}")
+        token = anyio.lowlevel.current_token()  # the script's thread reaches the loop by it
         bounded = bounded_tool_caller(call_tool, self.limits)
         batch = bounded_batch_caller(call_tool, call_tools, self.limits)
         # The host's side of the calls in flight: they run as tasks of their own (the
@@ -232,7 +253,7 @@ class InProcessExecutor:
         def batch_from_script(calls: list[tuple[str, dict[str, JsonValue]]]) -> list[object]:
             names = [name for name, _ in calls]
             results: list[ToolExecutionResult] = anyio.from_thread.run(
-                cancellable, lambda: batch(calls), names
+                cancellable, lambda: batch(calls), names, token=token
             )
             return [answer_of(result) for result in results]
 
@@ -245,7 +266,7 @@ class InProcessExecutor:
                 async def one() -> list[ToolExecutionResult]:
                     return [await bounded(name, arguments)]
 
-                results = anyio.from_thread.run(cancellable, one, [name])
+                results = anyio.from_thread.run(cancellable, one, [name], token=token)
             answer = answer_of(results[0])
             if isinstance(answer, ToolError):
                 raise answer
@@ -257,9 +278,8 @@ class InProcessExecutor:
             )
 
         try:
-            return await anyio.to_thread.run_sync(
-                run_script, abandon_on_cancel=True, limiter=self._threads
-            )
+            async with taken(self._threads):  # at most SCRIPT_THREADS scripts at once
+                return await thread.run(run_script)
         except anyio.get_cancelled_exc_class():
             sandbox.abort()
             for scope in list(in_flight):  # each call in flight ends as ABORTED
@@ -283,6 +303,9 @@ class InProcessExecutor:
 
     async def close_session(self, session: str) -> None:
         self._last_used.pop(session, None)
+        thread = self._script_threads.pop(session, None)
+        if thread is not None:
+            thread.close()
         sandbox = self._sandboxes.pop(session, None)
         if sandbox is not None:
             sandbox.abort()
@@ -305,4 +328,5 @@ __all__ = [
     "bounded_batch_caller",
     "bounded_tool_caller",
     "queue_full",
+    "taken",
 ]

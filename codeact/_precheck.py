@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ._exceptions import ErrorCode
+from ._parsing import parse
 
 ANALYSIS_CACHE_SIZE = 512
 
@@ -58,7 +59,7 @@ class _Analysis:
 @functools.lru_cache(maxsize=ANALYSIS_CACHE_SIZE)
 def _analysis(source: str) -> _Analysis | None:
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return None
     calls: list[ast.Call] = []

@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
@@ -39,6 +40,7 @@ from ._executors import (
     SyncToolCaller,
     bounded_batch_caller,
     bounded_tool_caller,
+    taken,
 )
 from ._json import JsonValue, thaw
 from ._pipe import Garbled, PipeClosed, WorkerPipe
@@ -47,6 +49,7 @@ from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._sandbox._outcome import outcome_from_json
 from ._template import ForkedProcess, WorkerTemplate
 from ._template import available as template_available
+from ._threads import SessionThread
 
 WARM_WORKERS = 2
 IDLE_SECONDS = 300.0
@@ -111,6 +114,7 @@ class Worker:
         self.confinement = ConfinementReport()
         self._aborting = False  # a cancelled run: calls still asked for are not run
         self._served = threading.Event()  # set when no run is being served
+        self._thread = SessionThread(f"codeact-serve-{process.pid}")  # serves its runs
         self._served.set()
 
     @classmethod
@@ -234,6 +238,7 @@ class Worker:
                 bounded_batch_caller(call_tool, call_tools, limits),
                 call_tool_now,
                 frozenset(tools),
+                anyio.lowlevel.current_token(),
             ),
             deadline=time.monotonic() + limits.wall_seconds + KILL_GRACE_SECONDS,
         )
@@ -246,9 +251,10 @@ class Worker:
             if first.get("op") == "done":
                 return self._outcome_of(first)
             self._served.clear()
-            return await anyio.to_thread.run_sync(
-                self._serve, first, serving, abandon_on_cancel=True, limiter=threads
-            )
+            if threads is None:
+                return await self._thread.run(lambda: self._serve(first, serving))
+            async with taken(threads):
+                return await self._thread.run(lambda: self._serve(first, serving))
         except TimeoutError:
             await self.kill()
             return _lost(
@@ -386,6 +392,7 @@ class Worker:
                 self.process.kill()
         self.process.wait()
         self._pipe.close()  # closed when the serving thread, if any, lets go of it
+        self._thread.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _wait_exit(self) -> None:
@@ -424,11 +431,13 @@ class _Answers:
         call_tools: AsyncBatchCaller,
         call_tool_now: SyncToolCaller | None,
         bound: frozenset[str],
+        token: anyio.lowlevel.EventLoopToken,
     ) -> None:
         self._call_tool = call_tool
         self._call_tools = call_tools
         self._call_tool_now = call_tool_now
         self._bound = bound
+        self._token = token  # how the serving thread reaches the loop
         # the host's side of calls that need the loop: cancelled by name with the run
         self._in_flight: set[anyio.CancelScope] = set()
 
@@ -473,7 +482,7 @@ class _Answers:
                     self._in_flight.discard(scope)
             return [_aborted(name) for name in names]
 
-        answered: list[ToolExecutionResult] = anyio.from_thread.run(cancellable)
+        answered: list[ToolExecutionResult] = anyio.from_thread.run(cancellable, token=self._token)
         return answered
 
 

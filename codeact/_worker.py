@@ -67,7 +67,10 @@ class Channel:
         self._writer = writer
 
     def send(self, message: dict[str, Any]) -> None:
-        self._writer.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        self.send_encoded(encoded(message))
+
+    def send_encoded(self, line: bytes) -> None:
+        self._writer.write(line)
         self._writer.flush()
 
     def receive(self) -> dict[str, Any]:
@@ -159,7 +162,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
             outcome = sandbox.run(
                 message["source"], tools=tools, call_tool=call_tool, call_tools=call_tools
             )
-            channel.send({"op": "done", "outcome": _bounded_outcome(outcome)})
+            channel.send_encoded(_done(outcome))
         elif op == "reset":
             sandbox.reset()
             channel.send({"op": "reset_done"})
@@ -179,15 +182,20 @@ def _confine(init: dict[str, Any]) -> ConfinementReport:
     return confine(workdir=init.get("workdir") or os.getcwd(), user=init.get("user"))
 
 
-def _bounded_outcome(outcome: ScriptOutcome) -> dict[str, Any]:
-    """The outcome as JSON; one too large for the channel becomes an error that says so."""
-    data = outcome_to_json(outcome)
-    size = len(json.dumps(data, ensure_ascii=False))
-    if size <= MAX_OUTCOME_BYTES:
-        return data
-    message = f"the run's outcome is {size:,} bytes (limit {MAX_OUTCOME_BYTES:,})"
+def _done(outcome: ScriptOutcome) -> bytes:
+    """The run's last message, encoded once; an outcome too large for the channel becomes
+    an error that says so."""
+    line = encoded({"op": "done", "outcome": outcome_to_json(outcome)})
+    if len(line) <= MAX_OUTCOME_BYTES:
+        return line
+    message = f"the run's outcome is {len(line):,} bytes (limit {MAX_OUTCOME_BYTES:,})"
     error = ScriptError(code=ErrorCode.CODE_RESOURCE_LIMIT, message=message)
-    return outcome_to_json(ScriptOutcome(tool_calls=outcome.tool_calls, error=error))
+    bounded = ScriptOutcome(tool_calls=outcome.tool_calls, error=error)
+    return encoded({"op": "done", "outcome": outcome_to_json(bounded)})
+
+
+def encoded(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False).encode() + b"\n"
 
 
 def main(extra_ops: ExtraOps | None = None) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType
 
+from .._parsing import compile_tree, parse
 from ._transformer import CodeActPolicy
 
 SCRIPT_FILENAME = "<script>"
@@ -44,7 +45,7 @@ def compile_script(source: str) -> CompiledScript:
     """Compile ``source`` under the policy (which modules it may import is the importer's
     question, at run time)."""
     try:
-        tree = ast.parse(source, SCRIPT_FILENAME, "exec")
+        tree = parse(source, SCRIPT_FILENAME)
     except SyntaxError as error:
         return CompiledScript(syntax_error=describe_syntax_error(error))
     except (ValueError, MemoryError, RecursionError) as error:
@@ -58,7 +59,7 @@ def compile_script(source: str) -> CompiledScript:
     if policy.errors:
         return CompiledScript(violations=tuple(policy.errors))
     try:
-        code = compile(tree, SCRIPT_FILENAME, "exec", flags=TOP_LEVEL_AWAIT, dont_inherit=True)
+        code = compile_tree(tree, SCRIPT_FILENAME, flags=TOP_LEVEL_AWAIT)
         return CompiledScript(code=code)
     except (SyntaxError, ValueError, RecursionError) as error:
         return CompiledScript(syntax_error=f"the script cannot be compiled: {error}")

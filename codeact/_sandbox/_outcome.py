@@ -47,7 +47,14 @@ class ScriptOutcome:
 
 
 def outcome_to_json(outcome: ScriptOutcome) -> dict[str, Any]:
-    return asdict(outcome)
+    """The outcome as JSON; the value is the run's own plain copy (not copied again)."""
+    error = outcome.error
+    return {
+        "value": outcome.value,
+        "output": outcome.output,
+        "tool_calls": [{"name": c.name, "ok": c.ok, "code": c.code} for c in outcome.tool_calls],
+        "error": None if error is None else asdict(error),
+    }
 
 
 def outcome_from_json(data: Any) -> ScriptOutcome:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .._call import ToolCall
 from .._models import FunctionModel, ModelReply, ModelRequest
+from .._parsing import parse_expression
 from .._tool import Tool
 from .plans import Plan, Step
 
@@ -25,9 +26,7 @@ MODE_OF_STYLE = {"native": "native", "native-parallel": "native", "code": "code"
 def dependencies(step: Step, names: set[str]) -> set[str]:
     used: set[str] = set()
     for expression in step.arguments.values():
-        used |= {
-            n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)
-        }
+        used |= {n.id for n in ast.walk(parse_expression(expression)) if isinstance(n, ast.Name)}
     return used & names
 
 

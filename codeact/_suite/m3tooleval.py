@@ -27,6 +27,7 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from .._exceptions import ToolError
+from .._parsing import parse_expression
 from .._tool import Tool, tool
 
 EXCLUDED = frozenset({"message_decoder/longest_decoded_string"})
@@ -317,7 +318,7 @@ def estimate_final_value(price: float, tariff: float) -> float:
 def calculator(expression: str) -> float:
     """Evaluates an arithmetic expression such as "2 + (3 * 4)"."""
     try:
-        tree = ast.parse(expression, mode="eval")
+        tree = parse_expression(expression)
     except SyntaxError:
         raise ToolError(
             f"not an arithmetic expression: {expression!r}", "INVALID_ARGUMENTS"
