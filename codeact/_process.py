@@ -688,13 +688,15 @@ class ProcessExecutor:
             sweep_stale_folders()
         self._pending_starts += 1
         try:
-            template = await self._template_for_workers()
+            template = await self._template_for_workers(start=False)
             if template is not None:
                 try:
                     return await Worker.start(self.limits, self.modules, self.options, template)
                 except OSError:  # the template went away meanwhile: this one starts afresh
                     pass
-            return await Worker.start(self.limits, self.modules, self.options)
+            worker = await Worker.start(self.limits, self.modules, self.options)
+            await self._template_for_workers()  # for the next worker, now that this one is up
+            return worker
         finally:
             self._pending_starts -= 1
 
@@ -714,11 +716,12 @@ class ProcessExecutor:
         template = self._template
         return template.process.pid if template is not None and template.alive else None
 
-    async def _template_for_workers(self) -> WorkerTemplate | None:
+    async def _template_for_workers(self, *, start: bool = True) -> WorkerTemplate | None:
         """The template, once it is ready; None: start this worker afresh.
 
-        The first need starts the template and does not wait for it: that worker starts
-        afresh beside it (the cold start stays one worker's start), later ones fork.
+        With ``start``, a missing (or dead) template is started, not waited for: the
+        worker that needed it starts afresh first (the cold start stays one worker's
+        start, the template's imports do not compete with it), later ones fork.
         """
         if not self.use_template:
             return None
@@ -734,7 +737,7 @@ class ProcessExecutor:
                     self.use_template = False  # it cannot start here: every worker is fresh
                     return None
                 await anyio.to_thread.run_sync(template.close)
-            if self._closed:
+            if self._closed or not start:
                 return None
             command = [sys.executable, "-m", "codeact._template", self.options.module]
             try:
