@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import inspect
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -22,6 +22,7 @@ from ._process import ProcessExecutor
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult
 from ._sandbox import Limits, ScriptOutcome
+from ._script_names import ScriptNames, assign_script_names
 from ._stubs import stubs
 from ._tool import Tool
 
@@ -49,7 +50,12 @@ OUTPUT_SCHEMA: dict[str, JsonValue] = {
 
 def bindable_tools(registry: ToolRegistry) -> list[Tool]:
     """The tools a script can call: every visible tool but run_code itself."""
-    return [t for t in registry.tools() if t.name != RUN_CODE and t.name.isidentifier()]
+    return [t for t in registry.tools() if t.name != RUN_CODE]
+
+
+def script_tools(registry: ToolRegistry) -> ScriptNames:
+    """The bindable tools by the names scripts call them (aliases for non-identifiers)."""
+    return assign_script_names(bindable_tools(registry))
 
 
 def describe_run_code(
@@ -68,7 +74,8 @@ def describe_run_code(
     ``search_tools`` and ``describe``. The fixed text comes first, so the prompt
     prefix stays byte-stable.
     """
-    tools = bindable_tools(registry)
+    named = script_tools(registry)
+    tools = list(named.tools)
     parts = [
         "Run a Python script. Every tool below is a plain function in the script; "
         "call it with positional or keyword arguments and use what it returns. "
@@ -82,9 +89,15 @@ def describe_run_code(
         f"count; each call may wait {limits.tool_wait_seconds:g} s), {limits.max_tool_calls} "
         f"tool calls and {limits.max_output_chars:,} characters of output per run.",
     ]
+    if named.renamed:
+        parts.append(
+            "Tools whose names are not Python identifiers are called by these names: "
+            + ", ".join(f"{original} as {alias}" for original, alias in named.renamed.items())
+            + "."
+        )
     if lazy is None:
         if tools:
-            parts.append("Tools:\n\n" + stubs(tools))
+            parts.append("Tools:\n\n" + stubs(named.tools))
         return "\n\n".join(parts)
     parts.append(
         "More tools are callable than are shown: call search_tools(query) to find them "
@@ -92,11 +105,11 @@ def describe_run_code(
     )
     if lazy == "names":
         listed, used = [], 0
-        for t in tools:
-            if used + len(t.name) + 2 > name_budget:
+        for name in tools:
+            if used + len(name) + 2 > name_budget:
                 break
-            listed.append(t.name)
-            used += len(t.name) + 2
+            listed.append(name)
+            used += len(name) + 2
         parts.append(
             "Tool names: " + ", ".join(listed) + ("" if len(listed) == len(tools) else ", ...")
         )
@@ -138,19 +151,21 @@ def run_code_tool(
     # offered the callers its run() accepts.
     accepted = _keywords_of(runner.run)
 
-    bound: list[tuple[int, Mapping[str, tuple[str, ...]]]] = []
+    bound: list[tuple[int, Mapping[str, tuple[str, ...]], ScriptNames]] = []
 
-    def tool_table() -> Mapping[str, tuple[str, ...]]:
+    def tool_table() -> tuple[Mapping[str, tuple[str, ...]], ScriptNames]:
         """The names and parameters scripts can call, rebuilt when the registry changes
         (read-only: every run, and every executor, shares it)."""
         version = registry.version
         if not bound or bound[0][0] != version:
-            table = {t.name: t.parameter_names for t in bindable_tools(registry)}
-            bound[:] = [(version, MappingProxyType(table))]
-        return bound[0][1]
+            named = script_tools(registry)
+            table = {name: t.parameter_names for name, t in named.tools.items()}
+            bound[:] = [(version, MappingProxyType(table), named)]
+        return bound[0][1], bound[0][2]
 
     async def run_code(code: str) -> dict[str, Any]:
-        tools = tool_table()
+        tools, named = tool_table()
+        real = named.tool_name  # a script calls get_sum; the registry knows get-sum
         this_session = SCRIPT_SESSION.get() or session
         session_names = names_by_session.setdefault(this_session, set())
         if precheck:
@@ -164,14 +179,14 @@ def run_code_tool(
         abort = AbortSignal()
 
         async def call_tool(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
-            call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, arguments)
+            call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", real(name), arguments)
             return await registry.execute(call, parent=parent, abort=abort)
 
         async def call_tools(
             batch: list[tuple[str, dict[str, JsonValue]]],
         ) -> list[ToolExecutionResult]:
             calls = [
-                ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, arguments)
+                ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", real(name), arguments)
                 for name, arguments in batch
             ]
             return await registry.execute_many(
@@ -182,7 +197,7 @@ def run_code_tool(
                 wait_seconds=limits.tool_wait_seconds,
             )
 
-        call_tool_now = _caller_in_thread(registry, parent, numbers, abort)
+        call_tool_now = _caller_in_thread(registry, parent, numbers, abort, real)
         try:
             offered: dict[str, Any] = {"call_tools": call_tools, "call_tool_now": call_tool_now}
             outcome = await runner.run(
@@ -234,6 +249,7 @@ def _caller_in_thread(
     parent: str | None,
     numbers: Iterator[int],
     abort: AbortSignal,
+    real: Callable[[str], str],
 ) -> SyncToolCaller | None:
     """Calls a script's thread can answer itself (sync tools, nothing that needs the loop),
     with their events delivered on the loop, in order, as every other event is."""
@@ -244,7 +260,8 @@ def _caller_in_thread(
 
     emit = EventRelay(loop, registry.emit)
 
-    def call_tool_now(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult | None:
+    def call_tool_now(called: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult | None:
+        name = real(called)
         if not runs_now(registry, name):
             return None
         plain = detach(arguments)  # a copy of this call's own, whoever the caller is
@@ -297,4 +314,5 @@ __all__ = [
     "describe_run_code",
     "render_failure",
     "run_code_tool",
+    "script_tools",
 ]

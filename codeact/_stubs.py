@@ -9,6 +9,8 @@ from typing import Any
 
 from ._tool import Tool
 
+TRIPLE = '"' * 3
+SINGLE_TRIPLE = "'" * 3
 _SIMPLE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
@@ -46,8 +48,9 @@ def python_type(schema: Any, defs: Mapping[str, Any] | None = None, depth: int =
     return "Any"
 
 
-def signature(tool: Tool) -> str:
-    """``def name(a: int, b: str = "x") -> ReturnType:`` for one tool."""
+def signature(tool: Tool, called: str | None = None) -> str:
+    """``def name(a: int, b: str = "x") -> ReturnType:`` for one tool (``called``: the name
+    scripts call it by, when that is not its own)."""
     properties = tool.parameters.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     required = tool.parameters.get("required")
@@ -67,22 +70,26 @@ def signature(tool: Tool) -> str:
             parts.append(f"{name}: {annotation} | None = None")
     returns = "Any" if tool.output_schema is None else python_type(tool.output_schema)
     required_first = sorted(parts, key=lambda p: "=" in p)
-    return f"def {tool.name}({', '.join(required_first)}) -> {returns}:"
+    return f"def {called or tool.name}({', '.join(required_first)}) -> {returns}:"
 
 
-def stub(tool: Tool) -> str:
-    """A tool's signature with its docstring, as Python source."""
-    doc = tool.description.strip().replace('"""', "'''") or "(no description)"
+def stub(tool: Tool, called: str | None = None) -> str:
+    """A tool's signature with its docstring, as Python source (``called``: as signature's)."""
+    doc = tool.description.strip().replace(TRIPLE, SINGLE_TRIPLE) or "(no description)"
+    if called is not None and called != tool.name:
+        doc += f"\n\n(The tool {tool.name!r}, by the name scripts call it.)"
     lines = doc.splitlines()
+    head = signature(tool, called)
     if len(lines) == 1:
-        return f'{signature(tool)}\n    """{doc}"""'
+        return f"{head}\n    {TRIPLE}{doc}{TRIPLE}"
     body = "\n".join(f"    {line}" if line else "" for line in lines[1:])
-    return f'{signature(tool)}\n    """{lines[0]}\n{body}\n    """'
+    return f"{head}\n    {TRIPLE}{lines[0]}\n{body}\n    {TRIPLE}"
 
 
-def stubs(tools: Sequence[Tool]) -> str:
-    """Every tool's stub, in registry order."""
-    return "\n\n".join(stub(tool) for tool in tools if tool.name.isidentifier())
+def stubs(tools: Sequence[Tool] | Mapping[str, Tool]) -> str:
+    """Every tool's stub, in registry order; a mapping gives the names scripts use."""
+    named = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
+    return "\n\n".join(stub(tool, name) for name, tool in named.items() if name.isidentifier())
 
 
 def _literal(value: Any) -> str:
