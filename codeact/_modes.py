@@ -127,6 +127,10 @@ class Runtime:
                 out.append(advertise(found))
         return out
 
+    def tool(self, name: str) -> Tool | None:
+        """The tool ``name`` resolves to here (run_code and discovery tools included)."""
+        return self._scope.get(name)
+
     def _run_code_schema(self) -> dict[str, JsonValue]:
         schema = advertise(self._run_code)
         schema["description"] = describe_run_code(

@@ -63,4 +63,38 @@ def _identifier(name: str) -> str:
     return alias
 
 
-__all__ = ["ScriptNames", "assign_script_names"]
+# Names providers accept ------------------------------------------------------------------
+
+NATIVE_LIMIT = 64
+_NOT_NATIVE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def native_names(names: Iterable[str], *, reserved: Iterable[str] = ()) -> dict[str, str]:
+    """A name every provider accepts (``[a-zA-Z0-9_-]{1,64}``) for each of ``names``.
+
+    A valid name keeps itself unless ``reserved`` holds it (``run_code``); any other gets
+    its invalid characters made ``_`` and is cut to fit. Where that lands on a name
+    already given (``db.query`` beside a real ``db_query``, two long names sharing 64
+    characters), a short stable suffix from the original tells them apart.
+    """
+    listed = sorted(set(names))
+    blocked = set(reserved)
+    given = {name: name for name in listed if _native(name) and name not in blocked}
+    taken = set(given.values()) | blocked
+    for name in listed:
+        if name in given:
+            continue
+        candidate = (_NOT_NATIVE.sub("_", name) or "tool")[:NATIVE_LIMIT]
+        if candidate in taken:
+            suffix = hashlib.sha256(name.encode()).hexdigest()[:6]
+            candidate = f"{candidate[: NATIVE_LIMIT - 7]}_{suffix}"
+        taken.add(candidate)
+        given[name] = candidate
+    return given
+
+
+def _native(name: str) -> bool:
+    return 0 < len(name) <= NATIVE_LIMIT and not _NOT_NATIVE.search(name)
+
+
+__all__ = ["NATIVE_LIMIT", "ScriptNames", "assign_script_names", "native_names"]

@@ -10,7 +10,7 @@ the one ``run_code`` tool over every registered tool (MCP-bound ones included).
 from __future__ import annotations
 
 import itertools
-import re
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -23,14 +23,17 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from ._call import ToolCall
-from ._exceptions import ToolError
-from ._json import thaw
+from ._exceptions import ToolDefinitionError, ToolError
+from ._json import dumps, thaw
 from ._modes import Mode, Runtime
+from ._script_names import native_names
 from ._tool import Tool
 
 RETRY_SECONDS = 1.0
 REQUEST_SESSION = "mcp-request-"
-_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+LOG = logging.getLogger("codeact.mcp")
+# codeact's own tool names: a server tool so named is renamed, never hidden
+RESERVED = frozenset({"run_code", "search_tools", "describe"})
 
 ServerSpec = StdioServerParameters | str
 
@@ -39,12 +42,21 @@ class MCPConnection:
     """One MCP server (a command over stdio, or a streamable HTTP URL), kept connected."""
 
     def __init__(
-        self, server: ServerSpec, *, prefix: str = "", retry_seconds: float = RETRY_SECONDS
+        self,
+        server: ServerSpec,
+        *,
+        prefix: str = "",
+        retry_seconds: float = RETRY_SECONDS,
+        strict: bool = False,
     ) -> None:
         self.server = server
         self.prefix = prefix
         self.retry_seconds = retry_seconds
+        self.strict = strict
         self.last_error: str | None = None
+        # what the last tools() could not bind (name: why), and what it renamed
+        self.refused: dict[str, str] = {}
+        self.renamed: dict[str, str] = {}
         self._client: Client | None = None
         self._lost = anyio.Event()
         self._closing = False
@@ -88,16 +100,41 @@ class MCPConnection:
             await anyio.sleep(self.retry_seconds)
 
     async def tools(self) -> list[Tool]:
-        """The server's tools as registry tools (names made safe, prefixed if asked)."""
-        client = self._require()
-        listed = await client.list_tools()
-        return [self._bind(tool) for tool in listed.tools]
+        """The server's tools as registry tools: every one that can be bound.
 
-    def _bind(self, remote: types.Tool) -> Tool:
-        name = _INVALID.sub("_", f"{self.prefix}{remote.name}")[:64]
+        Names become ones every provider accepts, collision-proof (``prefix`` first, if
+        given; a tool named like codeact's own, ``run_code``, is renamed): see
+        ``renamed``. A tool whose definition codeact refuses (an invalid schema) is left
+        out and reported in ``refused`` with the reason, and logged; with ``strict``
+        it raises instead. Read-only or idempotent tools (by their annotations) may run
+        concurrently with their neighbours.
+        """
+        client = self._require()
+        listed = (await client.list_tools()).tools
+        wanted = {f"{self.prefix}{remote.name}": remote for remote in listed}
+        names = native_names(wanted, reserved=RESERVED)
+        bound: list[Tool] = []
+        self.refused, self.renamed = {}, {}
+        for wanted_name, remote in wanted.items():
+            name = names[wanted_name]
+            try:
+                bound.append(self._bind(remote, name))
+            except ToolDefinitionError as error:
+                if self.strict:
+                    raise
+                self.refused[remote.name] = str(error)
+                LOG.warning("MCP tool %r not bound: %s", remote.name, error)
+                continue
+            if name != remote.name:
+                self.renamed[remote.name] = name
+                LOG.warning("MCP tool %r is bound as %r", remote.name, name)
+        return bound
+
+    def _bind(self, remote: types.Tool, name: str) -> Tool:
         schema = dict(remote.input_schema or {"type": "object"})
         schema.setdefault("type", "object")
         output = dict(remote.output_schema) if remote.output_schema else None
+        hints = remote.annotations
 
         async def call(**arguments: Any) -> Any:
             return await self.call(remote.name, arguments, structured=output is not None)
@@ -108,6 +145,9 @@ class MCPConnection:
             parameters=schema,
             function=call,
             output_schema=output,
+            render=None if output is not None else render_content,
+            concurrency_safe=hints is not None
+            and bool(hints.read_only_hint or hints.idempotent_hint),
         )
 
     async def call(
@@ -135,7 +175,10 @@ class MCPConnection:
             raise ToolError(text or f"{name} failed on the MCP server")
         if structured and result.structured_content is not None:
             return result.structured_content
-        return text
+        if all(isinstance(block, types.TextContent) for block in result.content):
+            return text
+        # media and resources stay in the value, as plain data a script can read
+        return {"text": text, "content": [_plain_block(block) for block in result.content]}
 
     def _went_away(self, error: BaseException) -> NoReturn:
         self.last_error = f"{type(error).__name__}: {error}"
@@ -148,6 +191,37 @@ class MCPConnection:
                 f"the MCP server is down ({self.last_error or 'not connected'}); reconnecting"
             )
         return self._client
+
+
+def _plain_block(block: Any) -> dict[str, Any]:
+    """An MCP content block as JSON, with its wire names (``mimeType``, ``data``)."""
+    plain: dict[str, Any] = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return plain
+
+
+def render_content(arguments: Mapping[str, Any], value: Any) -> str:
+    """What a model reads of an MCP result: its text, and a line for each block that is
+    not text (media are in the value, for programs and scripts; never silently lost)."""
+    if not isinstance(value, Mapping) or "content" not in value:
+        return value if isinstance(value, str) else dumps(value)
+    lines = []
+    for block in value["content"]:
+        kind = block.get("type")
+        if kind == "text":
+            lines.append(str(block.get("text", "")))
+        elif kind in ("image", "audio"):
+            size = len(str(block.get("data", ""))) * 3 // 4
+            lines.append(f"[{kind} {block.get('mimeType', '')}, {size:,} bytes]")
+        elif kind == "resource":
+            resource = block.get("resource") or {}
+            body = resource.get("text")
+            about = f"[resource {resource.get('uri', '')} {resource.get('mimeType', '')}]".strip()
+            lines.append(about if body is None else f"{about}\n{body}")
+        elif kind == "resource_link":
+            lines.append(f"[resource link {block.get('uri', '')} {block.get('name', '')}]".strip())
+        else:
+            lines.append(f"[{kind} content]")
+    return "\n".join(lines)
 
 
 def mcp_server(
@@ -165,6 +239,7 @@ def mcp_server(
                     name=str(s["name"]),
                     description=str(s["description"]),
                     input_schema=dict(s["parameters"]),  # type: ignore[arg-type]
+                    output_schema=_object_schema(runtime.tool(str(s["name"]))),
                 )
                 for s in runtime.schemas(mode)
             ]
@@ -172,6 +247,8 @@ def mcp_server(
 
     async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         call = ToolCall(f"mcp-{next(numbers)}", params.name, dict(params.arguments or {}))
+        if params.name not in runtime.advertised(mode):  # the spec's protocol error
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         session = client_session(context)
         try:
             result = await runtime.execute(call, mode=mode, session=session)
@@ -182,13 +259,25 @@ def mcp_server(
             if reap is not None:  # clients that went away: their sessions end when idle
                 await reap()
         value = None if result.is_error else thaw(result.value)
+        structured = value if isinstance(value, dict) else None
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.text)]
+        serialized = None if structured is None else dumps(structured)
+        if serialized is not None and serialized != result.text:
+            # the structured result serialized too, as the spec asks of servers that send it
+            content.append(types.TextContent(type="text", text=serialized))
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text)],
-            structured_content=value if isinstance(value, dict) else None,
-            is_error=result.is_error,
+            content=content, structured_content=structured, is_error=result.is_error
         )
 
     return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _object_schema(tool: Tool | None) -> dict[str, Any] | None:
+    """A tool's output schema, when MCP can carry it (an object: structured content is one)."""
+    schema = None if tool is None else tool.output_schema
+    if isinstance(schema, dict) and schema.get("type") == "object":
+        return dict(schema)
+    return None
 
 
 def client_session(context: Any) -> str:

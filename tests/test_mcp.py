@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 
 from codeact import Mode, Runtime, ToolCall, ToolRegistry
 from codeact._executors import InProcessExecutor
@@ -112,6 +112,9 @@ async def test_an_official_client_uses_our_code_mode_server_end_to_end() -> None
             listed = await client.list_tools()
             assert [t.name for t in listed.tools] == ["run_code"]
             assert "def double(x: int) -> int:" in (listed.tools[0].description or "")
+            output_schema = listed.tools[0].output_schema or {}
+            assert output_schema.get("type") == "object"
+            assert set(output_schema.get("required", [])) == {"result", "output", "tool_calls"}
             result = await client.call_tool("run_code", {"code": "print('doubling')\ndouble(21)"})
             assert not result.is_error
             assert result.structured_content == {
@@ -119,6 +122,11 @@ async def test_an_official_client_uses_our_code_mode_server_end_to_end() -> None
                 "output": "doubling\n",
                 "tool_calls": [{"name": "double", "ok": True}],
             }
+            texts = [c.text for c in result.content if c.type == "text"]
+            assert texts[0].startswith("Output:\ndoubling")  # what a model reads
+            assert json.loads(texts[1]) == result.structured_content  # and the JSON, as asked
+            with pytest.raises(MCPError, match="Unknown tool: double"):  # not advertised
+                await client.call_tool("double", {"x": 1})
             failed = await client.call_tool("run_code", {"code": "import os"})
             assert failed.is_error
             assert "CODE_SECURITY_VIOLATION" in json.dumps([c.model_dump() for c in failed.content])

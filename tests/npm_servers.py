@@ -1,0 +1,57 @@
+"""Third-party MCP servers from the npm registry, installed by the tests themselves.
+
+Each package is installed once per machine into a cache folder (``npm install`` of a
+pinned version) and started with the machine's Node.js. A test that needs one skips,
+saying why, only where Node.js is missing or the registry cannot be reached.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp import StdioServerParameters
+
+PACKAGES = {
+    "@modelcontextprotocol/server-everything": "2026.8.31",
+    "@modelcontextprotocol/server-filesystem": "2026.8.31",
+}
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codeact-tests"
+INSTALL_TIMEOUT_SECONDS = 300
+
+
+def npm_server(package: str, *args: str) -> StdioServerParameters:
+    """Start parameters for ``package`` (installed now if need be), or a skip."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("Node.js and npm are not installed on this machine")
+    version = PACKAGES[package]
+    folder = CACHE / f"npm-{package.replace('/', '-').lstrip('@')}-{version}"
+    entry = folder / "node_modules" / package / "dist" / "index.js"
+    if not entry.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--prefix",
+                    str(folder),
+                    f"{package}@{version}",
+                ],
+                check=True,
+                capture_output=True,
+                timeout=INSTALL_TIMEOUT_SECONDS,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+            output = getattr(error, "stderr", b"") or b""
+            pytest.skip(
+                f"the npm registry could not be reached to install {package}: "
+                f"{output.decode(errors='replace')[-300:]}"
+            )
+    return StdioServerParameters(command=node, args=[str(entry), *args])

@@ -1,0 +1,135 @@
+"""Third-party MCP servers as they are: hyphenated names, media, resources, bad schemas."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import StdioServerParameters
+
+from codeact import Mode, ToolCall, ToolDefinitionError
+from codeact._json import thaw
+from codeact.mcp import MCPConnection
+from tests.npm_servers import npm_server
+from tests.test_mcp import bound
+
+pytestmark = pytest.mark.anyio
+TESTS = Path(__file__).resolve().parent
+EVERYTHING = "@modelcontextprotocol/server-everything"
+# Arguments for the tools that need some; the rest take none.
+ARGUMENTS: dict[str, dict[str, Any]] = {
+    "echo": {"message": "hello from codeact"},
+    "get-sum": {"a": 2, "b": 3},
+    "get-annotated-message": {"messageType": "success", "includeImage": True},
+    "get-structured-content": {"location": "Chicago"},
+    "get-resource-links": {"count": 2},
+    "get-resource-reference": {"resourceType": "Text", "resourceId": 1},
+    "trigger-long-running-operation": {"duration": 1, "steps": 2},
+}
+# Reaching the internet (gzip-file-as-resource fetches a URL) or MCP tasks, which codeact's
+# client does not offer (simulate-research-query requires them), or toggling server state.
+NOT_COMPARED = {"gzip-file-as-resource", "simulate-research-query", "get-env"}
+TOGGLES = {"toggle-simulated-logging", "toggle-subscriber-updates"}
+
+
+async def test_every_tool_of_server_everything_works_natively_and_from_a_script() -> None:
+    async with MCPConnection(npm_server(EVERYTHING, "stdio")) as connection:
+        runtime = await bound(connection)
+        async with runtime:
+            names = runtime.registry.names()
+            assert len(names) == 13
+            assert connection.refused == {}
+            assert "get-sum" in names  # valid for every provider: kept as it is
+            description = str(runtime.schemas(Mode.CODE)[0]["description"])
+            assert "get-sum as get_sum" in description
+            assert "def get_tiny_image(" in description
+            for name in names:
+                if name in NOT_COMPARED:
+                    continue
+                arguments = ARGUMENTS.get(name, {})
+                native = await runtime.execute(ToolCall("n", name, arguments), mode=Mode.NATIVE)
+                alias = name.replace("-", "_")
+                script = f"{alias}(**{arguments!r})"
+                coded = await runtime.execute(
+                    ToolCall("c", "run_code", {"code": script}), mode=Mode.CODE
+                )
+                assert not native.is_error, (name, native.text)
+                assert not coded.is_error, (name, coded.text)
+                if name not in TOGGLES:  # a toggle answers "started" then "stopped"
+                    assert thaw(coded.value)["result"] == thaw(native.value), name  # type: ignore[index]
+
+
+async def test_media_and_resources_reach_scripts_as_plain_data_and_models_as_a_line() -> None:
+    async with MCPConnection(npm_server(EVERYTHING, "stdio")) as connection:
+        runtime = await bound(connection)
+        async with runtime:
+            image = await runtime.execute(ToolCall("i", "get-tiny-image", {}), mode=Mode.NATIVE)
+            value = thaw(image.value)
+            assert isinstance(value, dict)
+            (block,) = [b for b in value["content"] if b["type"] == "image"]
+            assert block["mimeType"] == "image/png"
+            assert base64.b64decode(block["data"]).startswith(b"\x89PNG")
+            assert "[image image/png," in image.text  # the model is told what is there
+            assert block["data"] not in image.text  # not pages of base64
+            script = (
+                "import base64\n"
+                "found = get_tiny_image()\n"
+                "[b['mimeType'] for b in found['content'] if b['type'] == 'image']"
+            )
+            coded = await runtime.execute(ToolCall("s", "run_code", {"code": script}))
+            assert list(thaw(coded.value)["result"]) == ["image/png"]  # type: ignore[index]
+            reference = await runtime.execute(
+                ToolCall("r", "get-resource-reference", ARGUMENTS["get-resource-reference"]),
+                mode=Mode.NATIVE,
+            )
+            blocks = thaw(reference.value)["content"]  # type: ignore[index]
+            resources = [b for b in blocks if b["type"] == "resource"]
+            assert resources[0]["resource"]["uri"].startswith("demo://resource/")
+            assert "[resource demo://resource/" in reference.text
+            links = await runtime.execute(
+                ToolCall("l", "get-resource-links", {"count": 2}), mode=Mode.NATIVE
+            )
+            linked = [b for b in thaw(links.value)["content"] if b["type"] == "resource_link"]  # type: ignore[index]
+            assert len(linked) == 2
+            assert links.text.count("[resource link demo://") == 2
+
+
+async def test_annotations_make_read_only_tools_concurrency_safe() -> None:
+    async with MCPConnection(npm_server(EVERYTHING, "stdio")) as connection:
+        tools = {tool.name: tool for tool in await connection.tools()}
+    assert tools["get-sum"].concurrency_safe  # readOnlyHint
+    assert not tools["toggle-simulated-logging"].concurrency_safe  # neither hint
+
+
+def _broken_server() -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=[str(TESTS / "broken_mcp_server.py")])
+
+
+async def test_a_tool_with_an_invalid_schema_is_reported_and_the_others_still_bind() -> None:
+    async with MCPConnection(_broken_server()) as connection:
+        bound = {tool.name for tool in await connection.tools()}
+        assert set(connection.refused) == {"bad-schema"}
+        assert "not a valid JSON Schema" in connection.refused["bad-schema"]
+        # a dotted name beside a real db_query, and a tool named like codeact's run_code
+        assert connection.renamed["db.query"] != "db_query"
+        assert connection.renamed["db.query"].startswith("db_query_")
+        assert connection.renamed["run_code"].startswith("run_code_")
+        assert len(bound) == 4
+    async with MCPConnection(_broken_server(), strict=True) as connection:
+        with pytest.raises(ToolDefinitionError, match="bad-schema"):
+            await connection.tools()
+
+
+async def test_a_renamed_tool_still_calls_the_servers_own() -> None:
+    async with MCPConnection(_broken_server()) as connection:
+        runtime = await bound(connection)
+        async with runtime:
+            dotted = connection.renamed["db.query"]
+            result = await runtime.execute(ToolCall("d", dotted, {"q": "x"}), mode=Mode.NATIVE)
+            assert json.loads(result.text) == {"tool": "db.query", "q": "x"}
+            real = await runtime.execute(ToolCall("r", "db_query", {"q": "y"}), mode=Mode.NATIVE)
+            assert json.loads(real.text) == {"tool": "db_query", "q": "y"}
