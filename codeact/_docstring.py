@@ -1,48 +1,44 @@
-"""Reading a tool's docstring: the description, and per-parameter text from ``Args:``."""
+"""Reading a tool's docstring: the description, each parameter's text, the return's.
+
+Google, reST (``:param x:``), NumPy and Epydoc styles are all read, by ``docstring_parser``
+(the style is detected). A docstring it cannot read is the description, whole.
+"""
 
 from __future__ import annotations
 
 import inspect
-import re
 from dataclasses import dataclass
 
-_SECTION = re.compile(
-    r"^(Args|Arguments|Parameters|Returns|Return|Yields|Raises|Examples?|Notes?):\s*$"
-)
-_ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)(?:\s*\(([^)]*)\))?\s*:\s*(.*)$")
+import docstring_parser
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Docstring:
-    """The parts of a Google-style docstring a model needs."""
+    """The parts of a docstring a model needs."""
 
     description: str
     params: dict[str, str]
+    returns: str | None = None
 
 
 def parse_docstring(doc: str | None) -> Docstring:
-    """Split ``doc`` into the free text and the ``Args:`` entries."""
-    description: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    entry_indent: int | None = None
-    for line in inspect.cleandoc(doc or "").splitlines():
-        indent = len(line) - len(line.lstrip())
-        heading = _SECTION.match(line) if indent == 0 else None
-        if heading:
-            section, current, entry_indent = heading.group(1), None, None
-        elif section is None:
-            description.append(line)
-        elif section in ("Args", "Arguments", "Parameters") and line.strip():
-            match = _ARG_LINE.match(line)
-            if match and (entry_indent is None or indent <= entry_indent):
-                entry_indent = indent
-                current = match.group(1)
-                params[current] = match.group(3).strip()
-            elif current is not None:
-                params[current] = f"{params[current]} {line.strip()}".strip()
-    return Docstring(description="\n".join(description).strip(), params=params)
+    """Split ``doc`` into the free text, the parameters' entries and the return's."""
+    text = inspect.cleandoc(doc or "")
+    try:
+        parsed = docstring_parser.parse(text)
+    except docstring_parser.ParseError:
+        return Docstring(description=text, params={})
+    parts = (parsed.short_description, parsed.long_description)
+    returns = parsed.returns.description if parsed.returns is not None else None
+    return Docstring(
+        description="\n\n".join(part.strip() for part in parts if part and part.strip()),
+        params={p.arg_name: _one_line(p.description) for p in parsed.params if p.description},
+        returns=_one_line(returns) if returns else None,
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 __all__ = ["Docstring", "parse_docstring"]

@@ -43,7 +43,9 @@ def derive_signature(fn: Callable[..., Any]) -> DerivedSignature:
     return DerivedSignature(
         description=doc.description or label,
         parameters=_model_schema(label, model),
-        output_schema=_output_schema(label, hints.get("return", inspect.Signature.empty)),
+        output_schema=_described(
+            _output_schema(label, hints.get("return", inspect.Signature.empty)), doc.returns
+        ),
         bind=_binder(model),
     )
 
@@ -108,6 +110,15 @@ def _output_schema(label: str, annotation: Any) -> dict[str, JsonValue] | None:
             f"{label}: return annotation {annotation!r} has no JSON Schema: {reason}"
         ) from None
     return schema or None
+
+
+def _described(
+    schema: dict[str, JsonValue] | None, text: str | None
+) -> dict[str, JsonValue] | None:
+    """The docstring's ``Returns:`` text as the output schema's description."""
+    if schema is None or not text or "description" in schema:
+        return schema
+    return {**schema, "description": text}
 
 
 def _binder(model: type[BaseModel]) -> Callable[[dict[str, JsonValue]], dict[str, Any]]:

@@ -48,18 +48,17 @@ def python_type(schema: Any, defs: Mapping[str, Any] | None = None, depth: int =
     return "Any"
 
 
-def signature(tool: Tool, called: str | None = None) -> str:
+def signature(tool: Tool, called: str | None = None, returns: str | None = None) -> str:
     """``def name(a: int, b: str = "x") -> ReturnType:`` for one tool (``called``: the name
-    scripts call it by, when that is not its own)."""
-    properties = tool.parameters.get("properties")
-    properties = properties if isinstance(properties, dict) else {}
+    scripts call it by, when that is not its own; ``returns``: a return annotation)."""
+    properties = _properties(tool.parameters)
     required = tool.parameters.get("required")
     required_names = set(required) if isinstance(required, list) else set()
     defs = tool.parameters.get("$defs")
     defs = defs if isinstance(defs, dict) else {}
     parts = []
     for name, schema in properties.items():
-        if not name.isidentifier() or keyword.iskeyword(name):
+        if not _field_name(name):
             continue
         annotation = python_type(schema, defs)
         if name in required_names:
@@ -68,22 +67,76 @@ def signature(tool: Tool, called: str | None = None) -> str:
             parts.append(f"{name}: {annotation} = {_literal(schema['default'])}")
         else:
             parts.append(f"{name}: {annotation} | None = None")
-    returns = "Any" if tool.output_schema is None else python_type(tool.output_schema)
+    if returns is None:
+        returns = "Any" if tool.output_schema is None else python_type(tool.output_schema)
     required_first = sorted(parts, key=lambda p: "=" in p)
     return f"def {called or tool.name}({', '.join(required_first)}) -> {returns}:"
 
 
+def result_class(tool: Tool, called: str | None = None) -> tuple[str, str] | None:
+    """A ``TypedDict`` for an object output schema (the shape a model reads): its name and
+    source; None for any other output."""
+    schema = tool.output_schema
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return None
+    properties = _properties(schema)
+    if not properties or not all(_field_name(name) for name in properties):
+        return None
+    required = schema.get("required")
+    required_names = set(required) if isinstance(required, list) else set()
+    defs = schema.get("$defs")
+    defs = defs if isinstance(defs, dict) else {}
+    name = "".join(part.capitalize() for part in (called or tool.name).split("_")) + "Result"
+    lines = [f"class {name}(TypedDict):"]
+    for field, field_schema in properties.items():
+        annotation = python_type(field_schema, defs)
+        if field not in required_names:
+            annotation = f"NotRequired[{annotation}]"
+        about = field_schema.get("description") if isinstance(field_schema, dict) else None
+        comment = f"  # {_one_line(str(about))}" if about else ""
+        lines.append(f"    {field}: {annotation}{comment}")
+    return name, "\n".join(lines)
+
+
 def stub(tool: Tool, called: str | None = None) -> str:
-    """A tool's signature with its docstring, as Python source (``called``: as signature's)."""
-    doc = tool.description.strip().replace(TRIPLE, SINGLE_TRIPLE) or "(no description)"
+    """A tool's signature with its docstring, as Python source (``called``: as signature's):
+    the description, ``Args:`` from the parameters' descriptions, ``Returns:`` from the
+    output schema's; an object result comes first as its ``TypedDict``."""
+    doc = tool.description.strip() or "(no description)"
     if called is not None and called != tool.name:
         doc += f"\n\n(The tool {tool.name!r}, by the name scripts call it.)"
-    lines = doc.splitlines()
-    head = signature(tool, called)
+    described = {
+        name: _one_line(str(schema["description"]))
+        for name, schema in _properties(tool.parameters).items()
+        if _field_name(name) and isinstance(schema, dict) and schema.get("description")
+    }
+    if described:
+        doc += "\n\nArgs:\n" + "\n".join(f"    {name}: {text}" for name, text in described.items())
+    output = tool.output_schema
+    if isinstance(output, dict) and output.get("description"):
+        doc += f"\n\nReturns:\n    {_one_line(str(output['description']))}"
+    typed = result_class(tool, called)
+    head = signature(tool, called, typed[0] if typed else None)
+    lines = doc.replace(TRIPLE, SINGLE_TRIPLE).splitlines()
     if len(lines) == 1:
-        return f"{head}\n    {TRIPLE}{doc}{TRIPLE}"
-    body = "\n".join(f"    {line}" if line else "" for line in lines[1:])
-    return f"{head}\n    {TRIPLE}{lines[0]}\n{body}\n    {TRIPLE}"
+        source = f"{head}\n    {TRIPLE}{lines[0]}{TRIPLE}"
+    else:
+        body = "\n".join(f"    {line}" if line else "" for line in lines[1:])
+        source = f"{head}\n    {TRIPLE}{lines[0]}\n{body}\n    {TRIPLE}"
+    return source if typed is None else f"{typed[1]}\n\n{source}"
+
+
+def _properties(schema: Mapping[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties")
+    return properties if isinstance(properties, dict) else {}
+
+
+def _field_name(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def stubs(tools: Sequence[Tool] | Mapping[str, Tool]) -> str:
@@ -98,4 +151,4 @@ def _literal(value: Any) -> str:
     return "..."
 
 
-__all__ = ["python_type", "signature", "stub", "stubs"]
+__all__ = ["python_type", "result_class", "signature", "stub", "stubs"]

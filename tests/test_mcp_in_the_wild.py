@@ -133,3 +133,24 @@ async def test_a_renamed_tool_still_calls_the_servers_own() -> None:
             assert json.loads(result.text) == {"tool": "db.query", "q": "x"}
             real = await runtime.execute(ToolCall("r", "db_query", {"q": "y"}), mode=Mode.NATIVE)
             assert json.loads(real.text) == {"tool": "db_query", "q": "y"}
+
+
+async def test_server_filesystem_from_a_script_with_its_output_shape_in_the_stub(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "note.txt").write_text("hello from a file\n")
+    filesystem = npm_server("@modelcontextprotocol/server-filesystem", str(tmp_path))
+    async with MCPConnection(filesystem) as connection:
+        runtime = await bound(connection)
+        async with runtime:
+            description = str(runtime.schemas(Mode.CODE)[0]["description"])
+            assert "class ReadTextFileResult(TypedDict):\n    content: str" in description
+            assert "-> ReadTextFileResult:" in description
+            script = f"read_text_file(path={str(tmp_path / 'note.txt')!r})['content'].upper()"
+            coded = await runtime.execute(ToolCall("s", "run_code", {"code": script}))
+            assert not coded.is_error, coded.text
+            assert thaw(coded.value)["result"] == "HELLO FROM A FILE\n"  # type: ignore[index]
+            listed = await runtime.execute(
+                ToolCall("l", "list_directory", {"path": str(tmp_path)}), mode=Mode.NATIVE
+            )
+            assert "note.txt" in listed.text

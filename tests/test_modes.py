@@ -79,11 +79,13 @@ def test_stubs_are_python_with_types_returns_and_docstrings(runtime: Runtime) ->
     (schema,) = runtime.schemas(Mode.CODE)
     description = str(schema["description"])
     stubs = description[description.index("def add") :]
-    tree = ast.parse("from typing import Any, Literal\n" + stubs)
+    tree = ast.parse("from typing import Any, Literal, NotRequired, TypedDict\n" + stubs)
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert set(functions) == {"add", "forecast"}
     assert ast.unparse(functions["forecast"].returns) == "dict[str, list[float]]"  # type: ignore[arg-type]
-    assert ast.get_docstring(functions["forecast"]) == "Weather forecast for a city."
+    assert ast.get_docstring(functions["forecast"]) == (
+        "Weather forecast for a city.\n\nArgs:\n    city: City name.\n    days: How many days ahead."
+    )
     assert "Importable modules:" in description
     assert "Limits:" in description
     assert runtime.schemas(Mode.CODE) == runtime.schemas(Mode.CODE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import enum
 import socket
 from typing import Literal
@@ -11,6 +12,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from codeact import Tool, ToolDefinitionError, tool
+from codeact._stubs import stub
 
 
 class Color(enum.Enum):
@@ -192,3 +194,87 @@ def test_non_positive_timeout_is_refused() -> None:
         @tool(timeout=0)
         def quick() -> None:
             """Quick."""
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        """Convert an amount.
+
+        Args:
+            amount: How much,
+                in the source currency.
+            currency: ISO code.
+
+        Returns:
+            The converted amount.
+        """,
+        """Convert an amount.
+
+        :param amount: How much,
+            in the source currency.
+        :param currency: ISO code.
+        :returns: The converted amount.
+        """,
+        """Convert an amount.
+
+        Parameters
+        ----------
+        amount : float
+            How much,
+            in the source currency.
+        currency : str
+            ISO code.
+
+        Returns
+        -------
+        float
+            The converted amount.
+        """,
+    ],
+    ids=["google", "rest", "numpy"],
+)
+def test_google_rest_and_numpy_docstrings_describe_parameters_and_the_return(doc: str) -> None:
+    def convert(amount: float, currency: str) -> float:
+        return amount
+
+    convert.__doc__ = doc
+    made = tool(convert)
+    assert made.description == "Convert an amount."
+    props = made.parameters["properties"]
+    assert isinstance(props, dict)
+    assert props["amount"]["description"] == "How much, in the source currency."
+    assert props["currency"]["description"] == "ISO code."
+    assert made.output_schema == {"type": "number", "description": "The converted amount."}
+
+
+class Weather(TypedDict):
+    conditions: str
+    celsius: float
+
+
+def test_an_object_result_is_shown_as_a_typed_dict_with_args_and_returns() -> None:
+    @tool
+    def get_weather(city: str, days: int = 1) -> Weather:
+        """Weather in a city.
+
+        Args:
+            city: Where.
+            days: How many days.
+
+        Returns:
+            Today's conditions.
+        """
+        return {"conditions": "rain", "celsius": 9.5}
+
+    source = stub(get_weather)
+    tree = ast.parse("from typing import NotRequired, TypedDict\n" + source)
+    (typed,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    (function,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert typed.name == "GetWeatherResult"
+    assert [ast.unparse(field) for field in typed.body] == ["conditions: str", "celsius: float"]
+    assert ast.unparse(function.returns) == "GetWeatherResult"  # type: ignore[arg-type]
+    assert ast.get_docstring(function) == (
+        "Weather in a city.\n\nArgs:\n    city: Where.\n    days: How many days.\n\n"
+        "Returns:\n    Today's conditions."
+    )
