@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from ._call import ToolCall, parse_arguments
     from ._code_mode import run_code_tool
     from ._confine import ConfinementReport
-    from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
+    from ._dispatch import report_progress
+    from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted, ToolProgress
     from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
     from ._executors import Executor, InProcessExecutor
     from ._http_models import AnthropicModel, OpenAIChatModel
@@ -91,6 +92,8 @@ _EXPORTS: dict[str, str] = {
     "ToolCall": "._call",
     "ToolCallFinished": "._events",
     "ToolCallStarted": "._events",
+    "ToolProgress": "._events",
+    "report_progress": "._dispatch",
     "ToolDefinitionError": "._exceptions",
     "ToolError": "._exceptions",
     "ToolExecutionFailure": "._results",
@@ -183,6 +186,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolExecutionSuccess",
     "ToolFailure",
+    "ToolProgress",
     "ToolRegistry",
     "UsageError",
     "Verdict",
@@ -199,6 +203,7 @@ __all__ = [
     "openai_responses_results",
     "openai_responses_tools",
     "parse_arguments",
+    "report_progress",
     "run_code_tool",
     "tool",
 ]

@@ -9,6 +9,7 @@ reads. Whatever happens, the call gets exactly one result citing its id.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import difflib
@@ -27,7 +28,7 @@ from pydantic_core import to_jsonable_python
 
 from ._abort import AbortSignal
 from ._call import ToolCall, parse_arguments
-from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
+from ._events import DispatchEvent, EventRelay, ToolCallFinished, ToolCallStarted, ToolProgress
 from ._exceptions import ErrorCode, ToolError
 from ._invocation import Invocation
 from ._json import FrozenJson, JsonValue, NotJsonError, detach, dumps, freeze, thaw
@@ -49,6 +50,42 @@ MAX_LISTED_TOOLS = 20
 _CURRENT: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar(
     "codeact_invocation", default=None
 )
+
+
+# Where a running call's own events go (its progress): the loop's listeners, reached safely.
+_EMIT: contextvars.ContextVar[Callable[[DispatchEvent], None] | None] = contextvars.ContextVar(
+    "codeact_emit", default=None
+)
+
+
+def report_progress(
+    progress: float, total: float | None = None, message: str | None = None
+) -> None:
+    """From inside a tool: tell listeners how far the call has got (a ``ToolProgress``
+    event). Does nothing outside a tool call."""
+    progress_reporter()(progress, total, message)
+
+
+def progress_reporter() -> Callable[[float, float | None, str | None], None]:
+    """``report_progress`` for the current call, usable later from another task (a
+    client's notification handler, say), where the call's context is not current."""
+    invocation, emit = _CURRENT.get(), _EMIT.get()
+
+    def report(progress: float, total: float | None = None, message: str | None = None) -> None:
+        if invocation is None or emit is None:
+            return
+        emit(
+            ToolProgress(
+                call_id=invocation.call_id,
+                name=invocation.name,
+                parent=invocation.parent,
+                progress=float(progress),
+                total=None if total is None else float(total),
+                message=message,
+            )
+        )
+
+    return report
 
 
 def current_invocation() -> Invocation | None:
@@ -85,6 +122,7 @@ async def execute(
     registry.emit(
         ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments, parent=parent)
     )
+    emitting = _EMIT.set(registry.emit)
     try:
         result = await _run(registry, invocation, abort)
     except Rejection as rejection:
@@ -93,6 +131,8 @@ async def execute(
         aborted = failure(call.id, call.name, ErrorCode.ABORTED, "the call was cancelled")
         _finish(registry, call.id, call.name, parent, aborted, started)
         raise
+    finally:
+        _EMIT.reset(emitting)
     result = await _run_post_hooks(registry, invocation, result)
     _finish(registry, call.id, call.name, parent, result, started)
     return result
@@ -157,7 +197,11 @@ def execute_now(
             arguments = _checked_arguments(invocation, plain)
         if not verdict.allowed:
             raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
-        raw = _invoke_now(invocation, arguments, abort)
+        emitting = _EMIT.set(emit)
+        try:
+            raw = _invoke_now(invocation, arguments, abort)
+        finally:
+            _EMIT.reset(emitting)
         result: ToolExecutionResult = _render(invocation, _check_output(invocation, raw))
     except Rejection as rejection:
         result = failure(call.id, call.name, rejection.code, rejection.message)
@@ -308,6 +352,9 @@ async def _invoke(
         if registered.is_async:
             return await registered.function(**arguments)
         call = functools.partial(registered.function, **arguments)
+        emit = _EMIT.get()
+        if emit is not None:  # the tool's thread reaches listeners through the loop
+            _EMIT.set(EventRelay(asyncio.get_running_loop(), emit))
         return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
     _refuse_late(invocation, abort)
 
@@ -534,5 +581,7 @@ __all__ = [
     "execute",
     "execute_many",
     "execute_now",
+    "progress_reporter",
+    "report_progress",
     "runs_now",
 ]

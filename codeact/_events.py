@@ -33,7 +33,20 @@ class ToolCallFinished:
     kind: Literal["tool_call_finished"] = "tool_call_finished"
 
 
-DispatchEvent: TypeAlias = ToolCallStarted | ToolCallFinished
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolProgress:
+    """A running call reported progress (``report_progress``; MCP progress notifications)."""
+
+    call_id: str
+    name: str
+    parent: str | None
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    kind: Literal["tool_progress"] = "tool_progress"
+
+
+DispatchEvent: TypeAlias = ToolCallStarted | ToolCallFinished | ToolProgress
 EventListener: TypeAlias = Callable[[DispatchEvent], None]
 
 
@@ -72,4 +85,11 @@ class EventRelay:
                 self._deliver(event)
 
 
-__all__ = ["DispatchEvent", "EventListener", "EventRelay", "ToolCallFinished", "ToolCallStarted"]
+__all__ = [
+    "DispatchEvent",
+    "EventListener",
+    "EventRelay",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolProgress",
+]

@@ -23,9 +23,12 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from ._call import ToolCall
+from ._dispatch import progress_reporter
 from ._exceptions import ToolDefinitionError, ToolError
 from ._json import dumps, thaw
 from ._modes import Mode, Runtime
+from ._policy import Approver, RulePolicy, ask
+from ._registry import Owner, ToolRegistry
 from ._script_names import native_names
 from ._tool import Tool
 
@@ -48,8 +51,10 @@ class MCPConnection:
         prefix: str = "",
         retry_seconds: float = RETRY_SECONDS,
         strict: bool = False,
+        mode: str = "auto",
     ) -> None:
         self.server = server
+        self.mode = mode  # the MCP client's: "auto", "legacy" (initialize handshake), a version
         self.prefix = prefix
         self.retry_seconds = retry_seconds
         self.strict = strict
@@ -57,6 +62,10 @@ class MCPConnection:
         # what the last tools() could not bind (name: why), and what it renamed
         self.refused: dict[str, str] = {}
         self.renamed: dict[str, str] = {}
+        # each bound tool's annotations (read-only, destructive, ...), by its bound name
+        self.annotations: dict[str, types.ToolAnnotations] = {}
+        self._bound: list[Owner] = []  # registrations kept in step with the server
+        self._bound_names: list[str] = []
         self._client: Client | None = None
         self._lost = anyio.Event()
         self._closing = False
@@ -84,12 +93,19 @@ class MCPConnection:
         started = False
         while not self._closing:
             try:
-                async with Client(self.server) as client:
+                async with Client(
+                    self.server, message_handler=self._notified, mode=self.mode
+                ) as client:
                     self._client, self.last_error = client, None
                     if not started:
                         started = True
                         task_status.started()
-                    await self._lost.wait()
+                    elif self._bound:  # a new session: its tools may not be the old ones
+                        await self._refresh()
+                    async with anyio.create_task_group() as watching:
+                        watching.start_soon(self._listen, client)
+                        await self._lost.wait()
+                        watching.cancel_scope.cancel()
             except Exception as error:  # any failure to connect: reported, then retried
                 self.last_error = f"{type(error).__name__}: {error}"
                 if not started:
@@ -98,6 +114,42 @@ class MCPConnection:
                 self._client = None
                 self._lost = anyio.Event()
             await anyio.sleep(self.retry_seconds)
+
+    async def register(self, registry: ToolRegistry) -> Owner:
+        """Register the server's tools in ``registry`` and keep them in step with it: after
+        a reconnect and on ``notifications/tools/list_changed`` they are listed again and
+        registered anew. Dispose the returned owner to take them out."""
+        owner = registry.owner()
+        for made in await self.tools():
+            owner.register(made)
+        self._bound.append(owner)
+        return owner
+
+    async def _listen(self, client: Client) -> None:
+        """Changes to the tool list, as servers of the 2026-07-28 protocol stream them."""
+        try:
+            async with client.listen(tools_list_changed=True) as changes:
+                async for _change in changes:
+                    await self._refresh()
+        except Exception:  # an older server (it notifies instead: _notified) or a lost stream
+            return
+
+    async def _notified(self, message: Any) -> None:
+        """Notifications of servers of earlier protocols (``tools/list_changed``)."""
+        if isinstance(message, types.ToolListChangedNotification) and self._tasks is not None:
+            self._tasks.start_soon(self._refresh)
+
+    async def _refresh(self) -> None:
+        """List the tools again and swap every kept registration for the new set."""
+        try:
+            fresh = await self.tools()
+        except Exception as error:  # the server went away again: the next session retries
+            self.last_error = f"{type(error).__name__}: {error}"
+            return
+        for owner in self._bound:
+            owner.dispose()
+            for made in fresh:
+                owner.register(made)
 
     async def tools(self) -> list[Tool]:
         """The server's tools as registry tools: every one that can be bound.
@@ -114,7 +166,8 @@ class MCPConnection:
         wanted = {f"{self.prefix}{remote.name}": remote for remote in listed}
         names = native_names(wanted, reserved=RESERVED)
         bound: list[Tool] = []
-        self.refused, self.renamed = {}, {}
+        self.refused, self.renamed, self.annotations = {}, {}, {}
+        self._bound_names = []
         for wanted_name, remote in wanted.items():
             name = names[wanted_name]
             try:
@@ -125,6 +178,9 @@ class MCPConnection:
                 self.refused[remote.name] = str(error)
                 LOG.warning("MCP tool %r not bound: %s", remote.name, error)
                 continue
+            self._bound_names.append(name)
+            if remote.annotations is not None:
+                self.annotations[name] = remote.annotations
             if name != remote.name:
                 self.renamed[remote.name] = name
                 LOG.warning("MCP tool %r is bound as %r", remote.name, name)
@@ -156,7 +212,12 @@ class MCPConnection:
         """Call a tool on the server; its ``isError`` becomes a ToolError."""
         client = self._require()
         try:
-            result = await client.call_tool(name, dict(arguments))
+            report = progress_reporter()  # this call's, for the client's notification task
+
+            async def progress(progress: float, total: float | None, message: str | None) -> None:
+                report(progress, total, message)
+
+            result = await client.call_tool(name, dict(arguments), progress_callback=progress)
         except MCPError as error:
             if "closed" not in str(error).lower():
                 raise ToolError(f"the MCP server refused the call: {error}") from None
@@ -179,6 +240,21 @@ class MCPConnection:
             return text
         # media and resources stay in the value, as plain data a script can read
         return {"text": text, "content": [_plain_block(block) for block in result.content]}
+
+    def destructive(self) -> list[str]:
+        """The bound tools that may destroy something, by the MCP spec's defaults: not
+        read-only, and not marked ``destructiveHint: false`` (no annotations: destructive)."""
+        names = []
+        for name in self._bound_names:
+            hints = self.annotations.get(name)
+            if hints is None or (not hints.read_only_hint and hints.destructive_hint is not False):
+                names.append(name)
+        return names
+
+    def ask_before_destructive(self, approver: Approver | None = None) -> RulePolicy:
+        """A policy that asks ``approver`` before every destructive tool of this server
+        (denied without one) and allows the rest: ``registry.set_policy(...)``."""
+        return RulePolicy([ask(name) for name in self.destructive()], approver=approver)
 
     def _went_away(self, error: BaseException) -> NoReturn:
         self.last_error = f"{type(error).__name__}: {error}"

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import StdioServerParameters
 
-from codeact import Mode, ToolCall, ToolDefinitionError
+from codeact import DispatchEvent, Mode, ToolCall, ToolDefinitionError, ToolProgress, ToolRegistry
 from codeact._json import thaw
 from codeact.mcp import MCPConnection
 from tests.npm_servers import npm_server
@@ -118,7 +119,7 @@ async def test_a_tool_with_an_invalid_schema_is_reported_and_the_others_still_bi
         assert connection.renamed["db.query"] != "db_query"
         assert connection.renamed["db.query"].startswith("db_query_")
         assert connection.renamed["run_code"].startswith("run_code_")
-        assert len(bound) == 4
+        assert len(bound) == 5
     async with MCPConnection(_broken_server(), strict=True) as connection:
         with pytest.raises(ToolDefinitionError, match="bad-schema"):
             await connection.tools()
@@ -154,3 +155,60 @@ async def test_server_filesystem_from_a_script_with_its_output_shape_in_the_stub
                 ToolCall("l", "list_directory", {"path": str(tmp_path)}), mode=Mode.NATIVE
             )
             assert "note.txt" in listed.text
+
+
+async def test_registered_tools_follow_the_servers_list_when_it_changes() -> None:
+    registry = ToolRegistry()
+    # the initialize-handshake era, where a server notifies tools/list_changed unasked
+    async with MCPConnection(_broken_server(), mode="legacy") as connection:
+        await connection.register(registry)
+        before = set(registry.names())
+        assert "grow" in before
+        result = await registry.execute(ToolCall("g", "grow", {}))
+        assert not result.is_error, result.text
+        with anyio.fail_after(20):  # the notification arrives, the list is read again
+            while set(registry.names()) == before:
+                await anyio.sleep(0.02)
+        assert set(registry.names()) - before == {"grown-6"}
+        assert (await registry.execute(ToolCall("n", "grown-6", {}))).is_error is False
+
+
+async def test_progress_notifications_become_events_of_the_running_call() -> None:
+    events: list[ToolProgress] = []
+    async with MCPConnection(npm_server(EVERYTHING, "stdio")) as connection:
+
+        def listen(event: DispatchEvent) -> None:
+            if isinstance(event, ToolProgress):
+                events.append(event)
+
+        registry = ToolRegistry(listeners=[listen])
+        await connection.register(registry)
+        call = ToolCall("p", "trigger-long-running-operation", {"duration": 1, "steps": 3})
+        result = await registry.execute(call)
+    assert not result.is_error, result.text
+    assert [e.call_id for e in events] == ["p"] * len(events)
+    assert [e.progress for e in events] == [1.0, 2.0, 3.0]
+    assert {e.total for e in events} == {3.0}
+
+
+async def test_destructive_tools_can_be_put_behind_an_approver() -> None:
+    asked: list[str] = []
+
+    def approver(invocation: Any) -> bool:
+        asked.append(invocation.name)
+        return False
+
+    async with MCPConnection(npm_server(EVERYTHING, "stdio")) as connection:
+        await connection.tools()
+        # every tool of server-everything says it destroys nothing (destructiveHint: false)
+        assert connection.destructive() == []
+    async with MCPConnection(_broken_server()) as connection:
+        registry = ToolRegistry()
+        await connection.register(registry)
+        # no annotations at all: destructive, by the spec's defaults
+        assert set(connection.destructive()) == set(registry.names())
+        registry.set_policy(connection.ask_before_destructive(approver))
+        refused = await registry.execute(ToolCall("t", "db_query", {"q": "drop"}))
+    assert refused.is_error
+    assert refused.error.code == "POLICY_DENIED"
+    assert asked == ["db_query"]
