@@ -430,14 +430,17 @@ async def _run_post_hooks(
 
 def bound_content(blocks: Sequence[ContentBlock], limit: int) -> tuple[ContentBlock, ...]:
     """Cut content past ``limit`` characters, saying visibly how much was cut."""
-    total = sum(len(block.text) for block in blocks)
+    total = sum(len(block.text) for block in blocks if isinstance(block, TextBlock))
     if total <= limit:
-        return tuple(blocks)
+        return tuple(blocks)  # media are not text: they never count against the limit
     kept: list[ContentBlock] = []
     budget = limit
     for block in blocks:
+        if not isinstance(block, TextBlock):
+            kept.append(block)
+            continue
         if budget <= 0:
-            break
+            continue
         kept.append(TextBlock(text=block.text[:budget]))
         budget -= len(block.text)
     marker = f"\n[... truncated: showing {limit:,} of {total:,} characters]"

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._call import ToolCall
 from ._json import JsonValue
-from ._results import ToolExecutionResult
+from ._results import ImageBlock, ToolExecutionResult
 
 Schema = Mapping[str, JsonValue]
 
@@ -188,31 +188,60 @@ def _raw(arguments: Any) -> str | Mapping[str, object]:
 
 
 def openai_chat_results(results: Sequence[ToolExecutionResult]) -> list[dict[str, Any]]:
-    """One ``tool`` message per result, each citing its call id."""
+    """One ``tool`` message per result, each citing its call id (text only: Chat Completions
+    takes no images in tool messages, so an image is its one line)."""
     return [{"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in results]
 
 
 def openai_responses_results(results: Sequence[ToolExecutionResult]) -> list[dict[str, Any]]:
-    """``function_call_output`` input items, each citing its call id."""
+    """``function_call_output`` input items, each citing its call id; a result with an
+    image sends its parts (``input_text``, ``input_image``)."""
     return [
-        {"type": "function_call_output", "call_id": r.call_id, "output": r.text} for r in results
+        {"type": "function_call_output", "call_id": r.call_id, "output": _responses_output(r)}
+        for r in results
+    ]
+
+
+def _responses_output(result: ToolExecutionResult) -> str | list[dict[str, Any]]:
+    if not any(isinstance(block, ImageBlock) for block in result.content):
+        return result.text
+    return [
+        {"type": "input_image", "image_url": f"data:{block.mime_type};base64,{block.data}"}
+        if isinstance(block, ImageBlock)
+        else {"type": "input_text", "text": block.text}
+        for block in result.content
     ]
 
 
 def anthropic_results(results: Sequence[ToolExecutionResult]) -> dict[str, Any]:
-    """One ``user`` message with a ``tool_result`` block per result, errors flagged."""
+    """One ``user`` message with a ``tool_result`` block per result, errors flagged; a
+    result with an image sends its blocks (text and base64 image)."""
     return {
         "role": "user",
         "content": [
             {
                 "type": "tool_result",
                 "tool_use_id": r.call_id,
-                "content": r.text,
+                "content": _anthropic_content(r),
                 "is_error": r.is_error,
             }
             for r in results
         ],
     }
+
+
+def _anthropic_content(result: ToolExecutionResult) -> str | list[dict[str, Any]]:
+    if not any(isinstance(block, ImageBlock) for block in result.content):
+        return result.text
+    return [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+        }
+        if isinstance(block, ImageBlock)
+        else {"type": "text", "text": block.text}
+        for block in result.content
+    ]
 
 
 # Whole histories ------------------------------------------------------------------------

@@ -20,7 +20,66 @@ class TextBlock:
     type: Literal["text"] = "text"
 
 
-ContentBlock: TypeAlias = TextBlock
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Media:
+    data: str  # base64
+    mime_type: str
+    type: str
+
+    @property
+    def text(self) -> str:
+        """What a reader of text only is told: that it is there, and what it is."""
+        return f"[{self.type} {self.mime_type}, {len(self.data) * 3 // 4:,} bytes]"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ImageBlock(_Media):
+    """An image: providers that take images in tool results get it."""
+
+    type: Literal["image"] = "image"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AudioBlock(_Media):
+    """Audio: no provider takes it in tool results, so models read its line."""
+
+    type: Literal["audio"] = "audio"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResourceBlock:
+    """An embedded resource: its text is read; a binary one (``blob``) is named."""
+
+    uri: str
+    mime_type: str | None = None
+    body: str | None = None
+    blob: str | None = None
+    type: Literal["resource"] = "resource"
+
+    @property
+    def text(self) -> str:
+        about = f"[resource {self.uri}{' ' + self.mime_type if self.mime_type else ''}]"
+        if self.body is not None:
+            return f"{about}\n{self.body}"
+        size = len(self.blob or "") * 3 // 4
+        return f"{about[:-1]}, {size:,} bytes]" if self.blob else about
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResourceLinkBlock:
+    """A link to a resource the model may ask for."""
+
+    uri: str
+    name: str = ""
+    mime_type: str | None = None
+    type: Literal["resource_link"] = "resource_link"
+
+    @property
+    def text(self) -> str:
+        return f"[resource link {self.uri}{' ' + self.name if self.name else ''}]"
+
+
+ContentBlock: TypeAlias = TextBlock | ImageBlock | AudioBlock | ResourceBlock | ResourceLinkBlock
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -78,7 +137,11 @@ def failure(call_id: str, name: str, code: str, message: str) -> ToolExecutionFa
 
 
 __all__ = [
+    "AudioBlock",
     "ContentBlock",
+    "ImageBlock",
+    "ResourceBlock",
+    "ResourceLinkBlock",
     "TextBlock",
     "ToolExecutionFailure",
     "ToolExecutionResult",

@@ -22,6 +22,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from . import _results as blocks
 from ._call import ToolCall
 from ._dispatch import progress_reporter
 from ._exceptions import ToolDefinitionError, ToolError
@@ -275,29 +276,42 @@ def _plain_block(block: Any) -> dict[str, Any]:
     return plain
 
 
-def render_content(arguments: Mapping[str, Any], value: Any) -> str:
-    """What a model reads of an MCP result: its text, and a line for each block that is
-    not text (media are in the value, for programs and scripts; never silently lost)."""
+def render_content(arguments: Mapping[str, Any], value: Any) -> str | list[blocks.ContentBlock]:
+    """What a model reads of an MCP result: its text, and each block that is not text as a
+    content block (an image reaches providers that take images in tool results; the rest
+    read its one line). Media are in the value too, for programs and scripts."""
     if not isinstance(value, Mapping) or "content" not in value:
         return value if isinstance(value, str) else dumps(value)
-    lines = []
-    for block in value["content"]:
-        kind = block.get("type")
-        if kind == "text":
-            lines.append(str(block.get("text", "")))
-        elif kind in ("image", "audio"):
-            size = len(str(block.get("data", ""))) * 3 // 4
-            lines.append(f"[{kind} {block.get('mimeType', '')}, {size:,} bytes]")
-        elif kind == "resource":
-            resource = block.get("resource") or {}
-            body = resource.get("text")
-            about = f"[resource {resource.get('uri', '')} {resource.get('mimeType', '')}]".strip()
-            lines.append(about if body is None else f"{about}\n{body}")
-        elif kind == "resource_link":
-            lines.append(f"[resource link {block.get('uri', '')} {block.get('name', '')}]".strip())
-        else:
-            lines.append(f"[{kind} content]")
-    return "\n".join(lines)
+    return [_content_block(block) for block in value["content"]]
+
+
+def _content_block(block: Mapping[str, Any]) -> blocks.ContentBlock:
+    kind = block.get("type")
+    if kind == "text":
+        return blocks.TextBlock(text=str(block.get("text", "")))
+    if kind == "image":
+        return blocks.ImageBlock(
+            data=str(block.get("data", "")), mime_type=str(block.get("mimeType", ""))
+        )
+    if kind == "audio":
+        return blocks.AudioBlock(
+            data=str(block.get("data", "")), mime_type=str(block.get("mimeType", ""))
+        )
+    if kind == "resource":
+        resource = block.get("resource") or {}
+        return blocks.ResourceBlock(
+            uri=str(resource.get("uri", "")),
+            mime_type=resource.get("mimeType"),
+            body=resource.get("text"),
+            blob=resource.get("blob"),
+        )
+    if kind == "resource_link":
+        return blocks.ResourceLinkBlock(
+            uri=str(block.get("uri", "")),
+            name=str(block.get("name", "")),
+            mime_type=block.get("mimeType"),
+        )
+    return blocks.TextBlock(text=f"[{kind} content]")
 
 
 def mcp_server(
@@ -336,7 +350,7 @@ def mcp_server(
                 await reap()
         value = None if result.is_error else thaw(result.value)
         structured = value if isinstance(value, dict) else None
-        content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.text)]
+        content = [_mcp_block(block) for block in result.content]
         serialized = None if structured is None else dumps(structured)
         if serialized is not None and serialized != result.text:
             # the structured result serialized too, as the spec asks of servers that send it
@@ -346,6 +360,33 @@ def mcp_server(
         )
 
     return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _mcp_block(block: blocks.ContentBlock) -> types.ContentBlock:
+    """A result's block as MCP content (media and resources as themselves)."""
+    if isinstance(block, blocks.ImageBlock):
+        return types.ImageContent(type="image", data=block.data, mime_type=block.mime_type)
+    if isinstance(block, blocks.AudioBlock):
+        return types.AudioContent(type="audio", data=block.data, mime_type=block.mime_type)
+    if isinstance(block, blocks.ResourceBlock) and (
+        block.body is not None or block.blob is not None
+    ):
+        contents: types.TextResourceContents | types.BlobResourceContents = (
+            types.TextResourceContents(uri=block.uri, mime_type=block.mime_type, text=block.body)
+            if block.body is not None
+            else types.BlobResourceContents(
+                uri=block.uri, mime_type=block.mime_type, blob=block.blob or ""
+            )
+        )
+        return types.EmbeddedResource(type="resource", resource=contents)
+    if isinstance(block, blocks.ResourceLinkBlock):
+        return types.ResourceLink(
+            type="resource_link",
+            uri=block.uri,
+            name=block.name or block.uri,
+            mime_type=block.mime_type,
+        )
+    return types.TextContent(type="text", text=block.text)
 
 
 def _object_schema(tool: Tool | None) -> dict[str, Any] | None:

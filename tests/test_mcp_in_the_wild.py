@@ -10,11 +10,28 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import StdioServerParameters
+from mcp import Client, StdioServerParameters
 
-from codeact import DispatchEvent, Mode, ToolCall, ToolDefinitionError, ToolProgress, ToolRegistry
+from codeact import (
+    ContentBlock,
+    DispatchEvent,
+    ImageBlock,
+    Mode,
+    ResourceBlock,
+    Runtime,
+    TextBlock,
+    Tool,
+    ToolCall,
+    ToolDefinitionError,
+    ToolProgress,
+    ToolRegistry,
+    anthropic_results,
+    openai_chat_results,
+    openai_responses_results,
+)
+from codeact._executors import InProcessExecutor
 from codeact._json import thaw
-from codeact.mcp import MCPConnection
+from codeact.mcp import MCPConnection, mcp_server
 from tests.npm_servers import npm_server
 from tests.test_mcp import bound
 
@@ -76,6 +93,25 @@ async def test_media_and_resources_reach_scripts_as_plain_data_and_models_as_a_l
             assert base64.b64decode(block["data"]).startswith(b"\x89PNG")
             assert "[image image/png," in image.text  # the model is told what is there
             assert block["data"] not in image.text  # not pages of base64
+            (picture,) = [b for b in image.content if isinstance(b, ImageBlock)]
+            assert picture.data == block["data"]
+            # providers that take images in tool results get the image itself
+            (anthropic,) = anthropic_results([image])["content"]
+            sent = [part for part in anthropic["content"] if part["type"] == "image"]
+            assert sent == [
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": picture.data},
+                }
+            ]
+            (responses,) = openai_responses_results([image])
+            images = [part for part in responses["output"] if part["type"] == "input_image"]
+            assert images == [
+                {"type": "input_image", "image_url": f"data:image/png;base64,{picture.data}"}
+            ]
+            (chat,) = openai_chat_results([image])  # Chat Completions takes text only
+            assert "[image image/png," in chat["content"]
+            assert picture.data not in chat["content"]
             script = (
                 "import base64\n"
                 "found = get_tiny_image()\n"
@@ -212,3 +248,31 @@ async def test_destructive_tools_can_be_put_behind_an_approver() -> None:
     assert refused.is_error
     assert refused.error.code == "POLICY_DENIED"
     assert asked == ["db_query"]
+
+
+async def test_our_server_sends_images_and_resources_as_mcp_content() -> None:
+    pixel = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
+
+    def render(arguments: Any, value: Any) -> list[ContentBlock]:
+        return [
+            TextBlock(text="a picture:"),
+            ImageBlock(data=pixel, mime_type="image/png"),
+            ResourceBlock(uri="memo://1", mime_type="text/plain", body="the memo"),
+        ]
+
+    picture = Tool.from_schema(
+        name="picture",
+        description="A picture and a memo.",
+        parameters={"type": "object", "properties": {}},
+        function=lambda: "drawn",
+        render=render,
+    )
+    registry = ToolRegistry()
+    registry.register(picture)
+    runtime = Runtime(registry, mode="native", executor=InProcessExecutor())
+    async with runtime, Client(mcp_server(runtime)) as client:
+        result = await client.call_tool("picture", {})
+    kinds = [block.type for block in result.content]
+    assert kinds == ["text", "image", "resource"]
+    assert result.content[1].data == pixel  # type: ignore[union-attr]
+    assert result.content[2].resource.text == "the memo"  # type: ignore[union-attr]
