@@ -234,6 +234,8 @@ def run_code_tool(
         timeout=None,
         render=render_success,
         max_content_chars=limits.max_output_chars + 5_000,
+        # a script may call any tool: nothing is promised about what it touches
+        annotations={"title": "Run Python code", "readOnlyHint": False, "openWorldHint": True},
     )
 
 

@@ -84,10 +84,12 @@ def native_names(names: Iterable[str], *, reserved: Iterable[str] = ()) -> dict[
     for name in listed:
         if name in given:
             continue
-        candidate = (_NOT_NATIVE.sub("_", name) or "tool")[:NATIVE_LIMIT]
-        if candidate in taken:
-            suffix = hashlib.sha256(name.encode()).hexdigest()[:6]
-            candidate = f"{candidate[: NATIVE_LIMIT - 7]}_{suffix}"
+        base = (_NOT_NATIVE.sub("_", name) or "tool")[:NATIVE_LIMIT]
+        candidate, attempt = base, 0
+        while candidate in taken:  # the same name twice (two servers): the next suffix
+            seed = name if attempt == 0 else f"{name}#{attempt}"
+            suffix = hashlib.sha256(seed.encode()).hexdigest()[:6]
+            candidate, attempt = f"{base[: NATIVE_LIMIT - 7]}_{suffix}", attempt + 1
         taken.add(candidate)
         given[name] = candidate
     return given

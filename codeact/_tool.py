@@ -53,6 +53,9 @@ class Tool:
     render: Renderer | None = None
     concurrency_safe: bool = False
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS
+    # What the tool is like, in MCP's terms (title, readOnlyHint, destructiveHint,
+    # idempotentHint, openWorldHint): served by serve-mcp, never shown to a provider.
+    annotations: dict[str, JsonValue] | None = None
     is_async: bool = field(init=False)
     parameter_validator: Validator = field(init=False, repr=False, compare=False)
     output_validator: Validator | None = field(init=False, repr=False, compare=False)
@@ -99,6 +102,7 @@ class Tool:
         render: Renderer | None = None,
         concurrency_safe: bool = False,
         max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+        annotations: Mapping[str, JsonValue] | None = None,
     ) -> Tool:
         """A tool from an explicit JSON Schema; ``function`` gets the arguments as keywords."""
         return cls(
@@ -111,6 +115,7 @@ class Tool:
             render=render,
             concurrency_safe=concurrency_safe,
             max_content_chars=max_content_chars,
+            annotations=None if annotations is None else dict(annotations),
         )
 
     @property
@@ -133,6 +138,7 @@ def tool(
     render: Renderer | None = None,
     concurrency_safe: bool = False,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+    annotations: Mapping[str, JsonValue] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -146,6 +152,7 @@ def tool(
     render: Renderer | None = None,
     concurrency_safe: bool = False,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+    annotations: Mapping[str, JsonValue] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed, docstringed function (sync or async) into a :class:`Tool`.
 
@@ -167,6 +174,7 @@ def tool(
             render=render,
             concurrency_safe=concurrency_safe,
             max_content_chars=max_content_chars,
+            annotations=None if annotations is None else dict(annotations),
         )
 
     return build if function is None else build(function)

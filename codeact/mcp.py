@@ -65,7 +65,8 @@ class MCPConnection:
         self.renamed: dict[str, str] = {}
         # each bound tool's annotations (read-only, destructive, ...), by its bound name
         self.annotations: dict[str, types.ToolAnnotations] = {}
-        self._bound: list[Owner] = []  # registrations kept in step with the server
+        # registrations kept in step with the server, each with the names it must avoid
+        self._bound: list[tuple[Owner, frozenset[str]]] = []
         self._bound_names: list[str] = []
         self._client: Client | None = None
         self._lost = anyio.Event()
@@ -121,9 +122,10 @@ class MCPConnection:
         a reconnect and on ``notifications/tools/list_changed`` they are listed again and
         registered anew. Dispose the returned owner to take them out."""
         owner = registry.owner()
-        for made in await self.tools():
+        taken = frozenset(registry.names())  # another server's tools keep their names
+        for made in await self.tools(avoid=taken):
             owner.register(made)
-        self._bound.append(owner)
+        self._bound.append((owner, taken))
         return owner
 
     async def _listen(self, client: Client) -> None:
@@ -142,30 +144,31 @@ class MCPConnection:
 
     async def _refresh(self) -> None:
         """List the tools again and swap every kept registration for the new set."""
-        try:
-            fresh = await self.tools()
-        except Exception as error:  # the server went away again: the next session retries
-            self.last_error = f"{type(error).__name__}: {error}"
-            return
-        for owner in self._bound:
+        for owner, taken in self._bound:
+            try:
+                fresh = await self.tools(avoid=taken)
+            except Exception as error:  # the server went away again: the next session retries
+                self.last_error = f"{type(error).__name__}: {error}"
+                return
             owner.dispose()
             for made in fresh:
                 owner.register(made)
 
-    async def tools(self) -> list[Tool]:
+    async def tools(self, *, avoid: frozenset[str] = frozenset()) -> list[Tool]:
         """The server's tools as registry tools: every one that can be bound.
 
         Names become ones every provider accepts, collision-proof (``prefix`` first, if
         given; a tool named like codeact's own, ``run_code``, is renamed): see
         ``renamed``. A tool whose definition codeact refuses (an invalid schema) is left
         out and reported in ``refused`` with the reason, and logged; with ``strict``
-        it raises instead. Read-only or idempotent tools (by their annotations) may run
-        concurrently with their neighbours.
+        it raises instead. ``avoid``: names already taken (another server's tools), which
+        a tool of this server's is renamed away from. Read-only or idempotent tools (by
+        their annotations) may run concurrently with their neighbours.
         """
         client = self._require()
         listed = (await client.list_tools()).tools
         wanted = {f"{self.prefix}{remote.name}": remote for remote in listed}
-        names = native_names(wanted, reserved=RESERVED)
+        names = native_names(wanted, reserved=RESERVED | avoid)
         bound: list[Tool] = []
         self.refused, self.renamed, self.annotations = {}, {}, {}
         self._bound_names = []
@@ -205,6 +208,7 @@ class MCPConnection:
             render=None if output is not None else render_content,
             concurrency_safe=hints is not None
             and bool(hints.read_only_hint or hints.idempotent_hint),
+            annotations=_annotations_of(remote),
         )
 
     async def call(
@@ -270,6 +274,16 @@ class MCPConnection:
         return self._client
 
 
+def _annotations_of(remote: types.Tool) -> dict[str, Any] | None:
+    """A server tool's annotations (and title) in MCP's own keys, to serve them on."""
+    found: dict[str, Any] = {}
+    if remote.annotations is not None:
+        found.update(remote.annotations.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if remote.title:
+        found["title"] = remote.title
+    return found or None
+
+
 def _plain_block(block: Any) -> dict[str, Any]:
     """An MCP content block as JSON, with its wire names (``mimeType``, ``data``)."""
     plain: dict[str, Any] = block.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -324,15 +338,7 @@ def mcp_server(
         context: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=str(s["name"]),
-                    description=str(s["description"]),
-                    input_schema=dict(s["parameters"]),  # type: ignore[arg-type]
-                    output_schema=_object_schema(runtime.tool(str(s["name"]))),
-                )
-                for s in runtime.schemas(mode)
-            ]
+            tools=[_served_tool(s, runtime.tool(str(s["name"]))) for s in runtime.schemas(mode)]
         )
 
     async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -387,6 +393,22 @@ def _mcp_block(block: blocks.ContentBlock) -> types.ContentBlock:
             mime_type=block.mime_type,
         )
     return types.TextContent(type="text", text=block.text)
+
+
+def _served_tool(schema: Mapping[str, Any], tool: Tool | None) -> types.Tool:
+    """A tool as ``tools/list`` shows it: its advertisement, output schema, annotations."""
+    hints = dict(tool.annotations or {}) if tool is not None else {}
+    title = hints.pop("title", None)
+    return types.Tool(
+        name=str(schema["name"]),
+        title=str(title) if title else None,
+        description=str(schema["description"]),
+        input_schema=dict(schema["parameters"]),
+        output_schema=_object_schema(tool),
+        annotations=types.ToolAnnotations.model_validate({"title": title, **hints})
+        if hints or title
+        else None,
+    )
 
 
 def _object_schema(tool: Tool | None) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ the same name with an underscore, a tool named like codeact's own, an invalid sc
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import anyio
@@ -37,6 +38,8 @@ async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.
         TOOLS[f"grown-{len(TOOLS)}"] = {"type": "object", "properties": {}}
         await context.session.send_tool_list_changed()
     answer = {"tool": params.name, **(params.arguments or {})}
+    if os.environ.get("SERVER_TAG"):  # which of two such servers answered
+        answer["server"] = os.environ["SERVER_TAG"]
     return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(answer))])
 
 

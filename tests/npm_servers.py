@@ -18,6 +18,7 @@ from mcp import StdioServerParameters
 PACKAGES = {
     "@modelcontextprotocol/server-everything": "2026.8.31",
     "@modelcontextprotocol/server-filesystem": "2026.8.31",
+    "@modelcontextprotocol/inspector": "0.15.0",
 }
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codeact-tests"
 INSTALL_TIMEOUT_SECONDS = 300
@@ -25,33 +26,31 @@ INSTALL_TIMEOUT_SECONDS = 300
 
 def npm_server(package: str, *args: str) -> StdioServerParameters:
     """Start parameters for ``package`` (installed now if need be), or a skip."""
+    node, folder = installed(package)
+    return StdioServerParameters(command=node, args=[str(folder / "dist" / "index.js"), *args])
+
+
+def installed(package: str) -> tuple[str, Path]:
+    """Node.js and the folder of ``package`` at its pinned version, installed if need be."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("Node.js and npm are not installed on this machine")
     version = PACKAGES[package]
     folder = CACHE / f"npm-{package.replace('/', '-').lstrip('@')}-{version}"
-    entry = folder / "node_modules" / package / "dist" / "index.js"
-    if not entry.exists():
+    package_folder = folder / "node_modules" / package
+    if not (package_folder / "package.json").exists():
         folder.mkdir(parents=True, exist_ok=True)
+        command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(folder)]
         try:
             subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--prefix",
-                    str(folder),
-                    f"{package}@{version}",
-                ],
+                [*command, f"{package}@{version}"],
                 check=True,
                 capture_output=True,
                 timeout=INSTALL_TIMEOUT_SECONDS,
             )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
-            output = getattr(error, "stderr", b"") or b""
+            output = (getattr(error, "stderr", b"") or b"").decode(errors="replace")
             pytest.skip(
-                f"the npm registry could not be reached to install {package}: "
-                f"{output.decode(errors='replace')[-300:]}"
+                f"the npm registry could not be reached to install {package}: {output[-300:]}"
             )
-    return StdioServerParameters(command=node, args=[str(entry), *args])
+    return node, package_folder

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from codeact import (
 from codeact._executors import InProcessExecutor
 from codeact._json import thaw
 from codeact.mcp import MCPConnection, mcp_server
-from tests.npm_servers import npm_server
+from tests.npm_servers import installed, npm_server
 from tests.test_mcp import bound
 
 pytestmark = pytest.mark.anyio
@@ -142,8 +144,12 @@ async def test_annotations_make_read_only_tools_concurrency_safe() -> None:
     assert not tools["toggle-simulated-logging"].concurrency_safe  # neither hint
 
 
-def _broken_server() -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[str(TESTS / "broken_mcp_server.py")])
+def _broken_server(tag: str = "") -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[str(TESTS / "broken_mcp_server.py")],
+        env={**os.environ, "SERVER_TAG": tag},
+    )
 
 
 async def test_a_tool_with_an_invalid_schema_is_reported_and_the_others_still_bind() -> None:
@@ -276,3 +282,57 @@ async def test_our_server_sends_images_and_resources_as_mcp_content() -> None:
     assert kinds == ["text", "image", "resource"]
     assert result.content[1].data == pixel  # type: ignore[union-attr]
     assert result.content[2].resource.text == "the memo"  # type: ignore[union-attr]
+
+
+async def test_two_servers_whose_names_collide_are_both_callable() -> None:
+    registry = ToolRegistry()
+    async with (
+        MCPConnection(_broken_server("first")) as first,
+        MCPConnection(_broken_server("second")) as second,
+    ):
+        await first.register(registry)
+        await second.register(registry)
+        assert "db_query" in registry.names()
+        moved = second.renamed["db_query"]  # the second server's: renamed away from the first's
+        assert moved.startswith("db_query_")
+        assert moved in registry.names()
+        answers = {}
+        for name in ("db_query", moved, first.renamed["db.query"], second.renamed["db.query"]):
+            result = await registry.execute(ToolCall("c", name, {"q": "x"}))
+            assert not result.is_error, result.text
+            answers[name] = json.loads(result.text)
+    assert answers["db_query"] == {"tool": "db_query", "q": "x", "server": "first"}
+    assert answers[moved] == {"tool": "db_query", "q": "x", "server": "second"}
+    assert answers[first.renamed["db.query"]]["server"] == "first"
+    assert answers[second.renamed["db.query"]]["server"] == "second"
+
+
+def test_the_mcp_inspector_sees_output_schemas_annotations_and_structured_content() -> None:
+    node, inspector = installed("@modelcontextprotocol/inspector")
+    serve = [
+        sys.executable, "-m", "codeact", "serve-mcp", "--mode", "both",
+        "--tools", "cli_tools:TOOLS", "--executor", "inprocess",
+    ]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(TESTS)}
+
+    def inspect(*method: str) -> Any:
+        done = subprocess.run(
+            [node, str(inspector / "cli" / "build" / "cli.js"), "--cli", *serve, *method],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=environment,
+            check=True,
+        )
+        return json.loads(done.stdout)
+
+    listed = {tool["name"]: tool for tool in inspect("--method", "tools/list")["tools"]}
+    run_code = listed["run_code"]
+    assert run_code["outputSchema"]["required"] == ["result", "output", "tool_calls"]
+    assert run_code["annotations"]["openWorldHint"] is True
+    assert run_code["title"] == "Run Python code"
+    called = inspect(
+        "--method", "tools/call", "--tool-name", "run_code", "--tool-arg", "code=double(21)"
+    )
+    assert called["structuredContent"]["result"] == 42
+    assert called["isError"] is False
