@@ -51,8 +51,8 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "trigger-long-running-operation": {"duration": 1, "steps": 2},
 }
 # Reaching the internet (gzip-file-as-resource fetches a URL) or MCP tasks, which codeact's
-# client does not offer (simulate-research-query requires them), or toggling server state.
-NOT_COMPARED = {"gzip-file-as-resource", "simulate-research-query", "get-env"}
+# client does not offer (simulate-research-query requires them).
+NOT_COMPARED = {"gzip-file-as-resource", "simulate-research-query"}
 TOGGLES = {"toggle-simulated-logging", "toggle-subscriber-updates"}
 
 
