@@ -18,6 +18,7 @@ from ._abort import AbortSignal
 from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
 from ._models import Model, ModelError, ModelReply, ModelRequest
 from ._modes import Mode, Runtime
+from ._results import ImageBlock
 from ._session import (
     AbortRecorded,
     AssistantMessage,
@@ -174,6 +175,11 @@ class Agent:
                     is_error=result.is_error,
                     code=result.error.code if result.is_error else None,
                     content=result.text,
+                    images=tuple(
+                        {"mime_type": block.mime_type, "data": block.data}
+                        for block in result.content
+                        if isinstance(block, ImageBlock)
+                    ),
                 )
             )
 

@@ -296,10 +296,23 @@ def anthropic_messages(history: Iterable[Mapping[str, Any]]) -> list[dict[str, A
                 {"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]}
             )
         elif item["role"] == "tool":
+            content: str | list[dict[str, Any]] = item["content"]
+            if item.get("images"):  # replayed as the result first sent them
+                content = [{"type": "text", "text": item["content"]}] + [
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": image["mime_type"],
+                            "data": image["data"],
+                        },
+                    }
+                    for image in item["images"]
+                ]
             block = {
                 "type": "tool_result",
                 "tool_use_id": item["call_id"],
-                "content": item["content"],
+                "content": content,
                 "is_error": bool(item.get("is_error")),
             }
             if (

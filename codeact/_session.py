@@ -53,6 +53,8 @@ class ToolResultRecorded:
     content: str
     parent: str | None = None
     synthetic: bool = False
+    # the result's images ({"mime_type", "data"}), for providers that take them on replay
+    images: tuple[dict[str, str], ...] = ()
     kind: Literal["tool_result"] = "tool_result"
 
 
@@ -234,14 +236,15 @@ class Session:
                     {"id": event.call_id, "name": event.name, "arguments": event.arguments}
                 )
             elif isinstance(event, ToolResultRecorded) and event.parent is None:
-                messages.append(
-                    {
-                        "role": "tool",
-                        "call_id": event.call_id,
-                        "content": event.content,
-                        "is_error": event.is_error,
-                    }
-                )
+                message = {
+                    "role": "tool",
+                    "call_id": event.call_id,
+                    "content": event.content,
+                    "is_error": event.is_error,
+                }
+                if event.images:
+                    message["images"] = [dict(image) for image in event.images]
+                messages.append(message)
         return messages
 
 

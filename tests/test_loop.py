@@ -303,3 +303,45 @@ async def test_the_token_budget_ends_the_turn(runtime: Runtime) -> None:
         await agent.run("spend")
     assert agent.tokens_spent() == 130
     valid_transcript(agent.session)
+
+
+async def test_an_image_a_tool_returned_is_kept_in_the_log_and_replayed_to_anthropic(
+    tmp_path: Path,
+) -> None:
+    from codeact import ImageBlock, TextBlock, Tool
+
+    pixel = "iVBORw0KGgo="
+    picture = Tool.from_schema(
+        name="picture",
+        description="Draw.",
+        parameters={"type": "object", "properties": {}},
+        function=lambda: "drawn",
+        render=lambda arguments, value: [
+            TextBlock(text="here:"),
+            ImageBlock(data=pixel, mime_type="image/png"),
+        ],
+    )
+    registry = ToolRegistry()
+    registry.register(picture)
+    runtime = Runtime(registry, executor=InProcessExecutor())
+    path = tmp_path / "session.jsonl"
+    model = ScriptedModel(
+        [ModelReply(tool_calls=(ToolCall("p1", "picture", "{}"),)), ModelReply(text="A pixel.")]
+    )
+    agent = Agent(runtime, model, mode=Mode.NATIVE, session=Session(store=JsonlStore(path)))
+    assert await agent.run("Draw") == "A pixel."
+    await runtime.aclose()
+    reloaded = Session.resume(JsonlStore(path))
+    (tool_message,) = [m for m in reloaded.history() if m["role"] == "tool"]
+    assert tool_message["images"] == [{"mime_type": "image/png", "data": pixel}]
+    assert "[image image/png," in tool_message["content"]  # what text-only readers get
+    (result_block,) = [
+        block
+        for message in anthropic_messages(reloaded.history())
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+    ]
+    assert result_block["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": pixel},
+    }
