@@ -205,7 +205,7 @@ class MCPConnection:
             parameters=schema,
             function=call,
             output_schema=output,
-            render=None if output is not None else render_content,
+            render=render_content,
             concurrency_safe=hints is not None
             and bool(hints.read_only_hint or hints.idempotent_hint),
             annotations=_annotations_of(remote),
@@ -294,9 +294,22 @@ def render_content(arguments: Mapping[str, Any], value: Any) -> str | list[block
     """What a model reads of an MCP result: its text, and each block that is not text as a
     content block (an image reaches providers that take images in tool results; the rest
     read its one line). Media are in the value too, for programs and scripts."""
-    if not isinstance(value, Mapping) or "content" not in value:
+    listed = value.get("content") if isinstance(value, Mapping) else None
+    if not _is_blocks(listed):  # plain text, or structured content of another shape
         return value if isinstance(value, str) else dumps(value)
-    return [_content_block(block) for block in value["content"]]
+    return [_content_block(block) for block in listed]  # type: ignore[union-attr]
+
+
+def _is_blocks(listed: Any) -> bool:
+    """A list of MCP content blocks (server-filesystem's read_media_file returns one as its
+    structured content, as our own unstructured results hold them)."""
+    return (
+        isinstance(listed, list | tuple)
+        and bool(listed)
+        and all(
+            isinstance(block, Mapping) and isinstance(block.get("type"), str) for block in listed
+        )
+    )
 
 
 def _content_block(block: Mapping[str, Any]) -> blocks.ContentBlock:

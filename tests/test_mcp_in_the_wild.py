@@ -40,6 +40,7 @@ from tests.test_mcp import bound
 pytestmark = pytest.mark.anyio
 TESTS = Path(__file__).resolve().parent
 EVERYTHING = "@modelcontextprotocol/server-everything"
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 24
 # Arguments for the tools that need some; the rest take none.
 ARGUMENTS: dict[str, dict[str, Any]] = {
     "echo": {"message": "hello from codeact"},
@@ -182,6 +183,7 @@ async def test_server_filesystem_from_a_script_with_its_output_shape_in_the_stub
     tmp_path: Path,
 ) -> None:
     (tmp_path / "note.txt").write_text("hello from a file\n")
+    (tmp_path / "dot.png").write_bytes(PNG)
     filesystem = npm_server("@modelcontextprotocol/server-filesystem", str(tmp_path))
     async with MCPConnection(filesystem) as connection:
         runtime = await bound(connection)
@@ -197,6 +199,14 @@ async def test_server_filesystem_from_a_script_with_its_output_shape_in_the_stub
                 ToolCall("l", "list_directory", {"path": str(tmp_path)}), mode=Mode.NATIVE
             )
             assert "note.txt" in listed.text
+            media = await runtime.execute(
+                ToolCall("m", "read_media_file", {"path": str(tmp_path / "dot.png")}),
+                mode=Mode.NATIVE,
+            )
+            assert not media.is_error, media.text
+            (picture,) = [b for b in media.content if isinstance(b, ImageBlock)]
+            assert base64.b64decode(picture.data) == PNG
+            assert picture.data not in media.text  # a line for the model, not JSON of base64
 
 
 async def test_registered_tools_follow_the_servers_list_when_it_changes() -> None:
