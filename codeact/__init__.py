@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ._http_models import AnthropicModel, OpenAIChatModel
     from ._invocation import Invocation
     from ._json import FrozenJson, JsonValue
-    from ._loop import Agent, Context, RetryPolicy
+    from ._loop import Agent, Context, RetryPolicy, StepLimit, TokenBudgetExceeded
     from ._models import FunctionModel, Model, ModelError, ModelReply, ModelRequest, ScriptedModel
     from ._modes import Mode, Runtime
     from ._policy import Action, Approver, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
@@ -90,6 +90,8 @@ _EXPORTS: dict[str, str] = {
     "Policy": "._policy",
     "ProcessExecutor": "._process",
     "RetryPolicy": "._loop",
+    "StepLimit": "._loop",
+    "TokenBudgetExceeded": "._loop",
     "Rule": "._policy",
     "RulePolicy": "._policy",
     "Runtime": "._modes",
@@ -187,7 +189,9 @@ __all__ = [
     "Runtime",
     "ScriptedModel",
     "Session",
+    "StepLimit",
     "TextBlock",
+    "TokenBudgetExceeded",
     "Tool",
     "ToolCall",
     "ToolCallFinished",

@@ -11,6 +11,7 @@ from ._background import BackgroundLoop, close_at_exit
 from ._call import ToolCall
 from ._code_mode import RUN_CODE, SCRIPT_SESSION, describe_run_code, run_code_tool
 from ._discovery import DESCRIBE, SEARCH_TOOLS, discovery_tools
+from ._exceptions import UsageError
 from ._executors import Executor
 from ._json import JsonValue
 from ._process import ProcessExecutor
@@ -29,6 +30,20 @@ class Mode(StrEnum):
     NATIVE = "native"
     CODE = "code"
     BOTH = "both"
+
+
+def _agreed_limits(limits: Limits | None, executor: Executor | None) -> Limits:
+    """The limits scripts run under, the same ones the model is told: an executor's own
+    when only it has them, and a refusal when the runtime and its executor disagree."""
+    own = getattr(executor, "limits", None)
+    if limits is None:
+        return own if isinstance(own, Limits) else Limits()
+    if isinstance(own, Limits) and own != limits:
+        raise UsageError(
+            f"the executor runs scripts under {own} but the runtime was given {limits}: "
+            "give the executor the same Limits, or give them to only one of the two"
+        )
+    return limits
 
 
 class Runtime:
@@ -59,7 +74,7 @@ class Runtime:
             raise ValueError("lazy must be 'names' or 'none'")
         self.registry = registry
         self.mode = Mode(mode)
-        self.limits = limits or Limits()
+        self.limits = _agreed_limits(limits, executor)
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
         self.lazy_threshold = lazy_threshold
         self.lazy = lazy

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from codeact import ToolCall, ToolRegistry, tool
+from codeact import Limits, ToolCall, ToolRegistry, UsageError, tool
 from codeact._executors import InProcessExecutor
 from codeact._modes import Mode, Runtime
 
@@ -143,3 +143,17 @@ def test_large_catalogs_switch_to_lazy_discovery_with_a_bounded_stable_prefix() 
         assert json.loads(native.text)["name"] == "catalog_lookup_3"
     finally:
         runtime.close()
+
+
+def test_the_runtime_states_the_limits_its_executor_enforces() -> None:
+    registry = ToolRegistry()
+    one_second = Limits(wall_seconds=1)
+    with pytest.raises(UsageError, match="same Limits"):  # told 1 s, run under 10 s: refused
+        Runtime(registry, limits=one_second, executor=InProcessExecutor())
+    adopted = Runtime(registry, mode="code", executor=InProcessExecutor(limits=one_second))
+    assert adopted.limits == one_second
+    assert "Limits: 1 s of script time" in str(adopted.schemas()[0]["description"])
+    agreed = Runtime(registry, limits=one_second, executor=InProcessExecutor(limits=one_second))
+    assert agreed.limits == one_second
+    started = Runtime(registry, limits=one_second)  # the default executor gets them
+    assert started.executor.limits == one_second  # type: ignore[attr-defined]
