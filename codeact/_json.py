@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from types import MappingProxyType
 from typing import TypeAlias
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
@@ -113,11 +112,33 @@ def _detach_mapping(items: Iterable[tuple[object, object]], depth: int) -> JsonV
     return plain
 
 
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A JSON object nobody changes by accident, that is still a ``dict`` to the programs
+    that read it: ``json.dumps``, ``dataclasses.asdict`` and ``copy`` take it as it is."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a frozen JSON object cannot be changed; thaw() gives a copy that can")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> FrozenDict:
+        return self  # nothing in it can change
+
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, object]]]:
+        return (FrozenDict, (dict(self),))
+
+
 def freeze(value: JsonValue) -> FrozenJson:
-    """An immutable view of a detached value: read-only mappings and tuples."""
+    """An immutable view of a detached value: read-only objects and tuples."""
     kind = type(value)
     if kind is dict:
-        return MappingProxyType({key: freeze(item) for key, item in value.items()})  # type: ignore[union-attr]
+        return FrozenDict({key: freeze(item) for key, item in value.items()})  # type: ignore[union-attr]
     if kind is list:
         return tuple(freeze(item) for item in value)  # type: ignore[union-attr]
     return value  # type: ignore[return-value]
@@ -128,7 +149,7 @@ def thaw(value: FrozenJson) -> JsonValue:
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is float or value is None:
         return value  # type: ignore[return-value]
-    if kind is MappingProxyType or isinstance(value, Mapping):
+    if kind is FrozenDict or isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}  # type: ignore[union-attr]
     if isinstance(value, tuple):
         return [thaw(item) for item in value]
@@ -154,4 +175,13 @@ _ENCODER = json.JSONEncoder(
 )
 
 
-__all__ = ["FrozenJson", "JsonValue", "NotJsonError", "detach", "dumps", "freeze", "thaw"]
+__all__ = [
+    "FrozenDict",
+    "FrozenJson",
+    "JsonValue",
+    "NotJsonError",
+    "detach",
+    "dumps",
+    "freeze",
+    "thaw",
+]

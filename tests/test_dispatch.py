@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Mapping
@@ -402,3 +403,17 @@ def test_any_name_and_any_arguments_give_exactly_one_result(
         assert result.call_id == call_id
         assert result.content
         json.dumps([block.text for block in result.content])
+
+
+async def test_values_and_arguments_are_plain_json_for_programs() -> None:
+    seen: list[str] = []
+    registry = make_registry(
+        post_hooks=[lambda invocation, result: seen.append(json.dumps(invocation.arguments))]
+    )
+    result = await registry.execute(ToolCall("c1", "keep", {"items": [1]}))
+    assert isinstance(result, ToolExecutionSuccess)
+    assert json.loads(json.dumps(result.value)) == [1, 99]
+    assert json.loads(seen[0]) == {"items": [1]}
+    as_dict = dataclasses.asdict(result)
+    assert as_dict["value"] == (1, 99)
+    assert json.loads(json.dumps(as_dict["content"][0])) == {"text": "[1,99]", "type": "text"}
