@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._executors import Executor, InProcessExecutor
     from ._http_models import AnthropicModel, OpenAIChatModel
     from ._invocation import Invocation
-    from ._json import FrozenJson, JsonValue
+    from ._json import FrozenJson, JsonValue, thaw
     from ._loop import Agent, Context, RetryPolicy, StepLimit, TokenBudgetExceeded
     from ._models import FunctionModel, Model, ModelError, ModelReply, ModelRequest, ScriptedModel
     from ._modes import Mode, Runtime
@@ -78,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "FunctionModel": "._models",
     "Invocation": "._invocation",
     "JsonValue": "._json",
+    "thaw": "._json",
     "JsonlStore": "._session",
     "Limits": "._sandbox",
     "Mode": "._modes",
@@ -221,5 +222,6 @@ __all__ = [
     "parse_arguments",
     "report_progress",
     "run_code_tool",
+    "thaw",
     "tool",
 ]
