@@ -141,8 +141,10 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 # Tool calls out of assistant messages ----------------------------------------------------
 
 
-def calls_from_openai_chat(message: Mapping[str, Any]) -> list[ToolCall]:
-    """The tool calls of a Chat Completions assistant message, arguments kept raw."""
+def calls_from_openai_chat(message: Mapping[str, Any] | Any) -> list[ToolCall]:
+    """The tool calls of a Chat Completions assistant message (a dict, or the SDK's own
+    message object), arguments kept raw."""
+    message = _plain(message)
     calls = []
     for item in message.get("tool_calls") or ():
         function = item.get("function") or {}
@@ -156,8 +158,12 @@ def calls_from_openai_chat(message: Mapping[str, Any]) -> list[ToolCall]:
     return calls
 
 
-def calls_from_openai_responses(output: Iterable[Mapping[str, Any]]) -> list[ToolCall]:
-    """The ``function_call`` items of a Responses API output."""
+def calls_from_openai_responses(output: Iterable[Mapping[str, Any]] | Any) -> list[ToolCall]:
+    """The ``function_call`` items of a Responses API output (its items as dicts or as the
+    SDK's objects, or the SDK's whole response)."""
+    if isinstance(output, Mapping) or hasattr(output, "model_dump"):  # a whole response
+        output = _plain(output).get("output") or ()
+    output = [_plain(item) for item in output]
     return [
         ToolCall(
             str(item.get("call_id", "")), str(item.get("name", "")), _raw(item.get("arguments"))
@@ -167,13 +173,29 @@ def calls_from_openai_responses(output: Iterable[Mapping[str, Any]]) -> list[Too
     ]
 
 
-def calls_from_anthropic(message: Mapping[str, Any]) -> list[ToolCall]:
-    """The ``tool_use`` blocks of an Anthropic assistant message."""
+def calls_from_anthropic(message: Mapping[str, Any] | Any) -> list[ToolCall]:
+    """The ``tool_use`` blocks of an Anthropic assistant message (a dict, or the SDK's
+    own message object)."""
+    message = _plain(message)
     return [
         ToolCall(str(block.get("id", "")), str(block.get("name", "")), _raw(block.get("input")))
         for block in message.get("content") or ()
         if isinstance(block, Mapping) and block.get("type") == "tool_use"
     ]
+
+
+def _plain(value: Any) -> Mapping[str, Any]:
+    """A provider SDK's object (pydantic) as the dict of its wire form; a dict as it is."""
+    if isinstance(value, Mapping):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        plain = dump(mode="json")
+        if isinstance(plain, Mapping):
+            return plain
+    raise TypeError(
+        f"expected a provider message (a dict or an SDK object), not {type(value).__name__}"
+    )
 
 
 def _raw(arguments: Any) -> str | Mapping[str, object]:

@@ -120,6 +120,7 @@ def test_calls_are_parsed_out_of_an_openai_chat_message() -> None:
         ("call_1", "search", '{"query":"x"}'),
         ("call_2", "search", "{bad"),
     ]
+    assert calls_from_openai_chat(message) == calls  # the SDK's own object, as it is
 
 
 def test_calls_are_parsed_out_of_a_responses_output() -> None:
@@ -145,6 +146,9 @@ def test_calls_are_parsed_out_of_a_responses_output() -> None:
     )
     calls = calls_from_openai_responses([item.model_dump() for item in response.output])
     assert [(c.id, c.name, c.arguments) for c in calls] == [("call_9", "search", '{"query":"y"}')]
+    # the SDK's own objects, as they are: the items, or the whole response
+    assert calls_from_openai_responses(response.output) == calls
+    assert calls_from_openai_responses(response) == calls
 
 
 def test_calls_are_parsed_out_of_an_anthropic_message() -> None:
@@ -165,6 +169,7 @@ def test_calls_are_parsed_out_of_an_anthropic_message() -> None:
     )
     (call,) = calls_from_anthropic(message.model_dump())
     assert (call.id, call.name, call.parsed_arguments()) == ("toolu_1", "search", {"query": "z"})
+    assert calls_from_anthropic(message) == [call]  # the SDK's own object, as it is
 
 
 def results() -> list[ToolExecutionSuccess | ToolExecutionFailure]:
