@@ -209,7 +209,7 @@ def run_code_tool(
             )
         finally:
             abort.abort("the script ended")
-        session_names.update(_names_defined(code))
+        session_names.update(script_names(code))
         if outcome.error is not None:
             raise ToolError(render_failure(outcome), outcome.error.code)
         return {
@@ -272,10 +272,6 @@ def _caller_in_thread(
         return execute_now(registry, call, parent=parent, abort=abort, emit=emit, plain=plain)
 
     return call_tool_now
-
-
-def _names_defined(code: str) -> frozenset[str]:
-    return script_names(code)
 
 
 def render_success(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:

@@ -18,7 +18,7 @@ import inspect
 import json
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -216,13 +216,8 @@ def _invoke_now(
         raise Rejection(ErrorCode.ABORTED, f"{invocation.name!r} was aborted ({abort.reason})")
     timeout = invocation.tool.timeout
     began = time.monotonic()
-    token = _CURRENT.set(invocation)
-    try:
+    with _ToolBody(invocation):
         raw = invocation.tool.function(**arguments)
-    except Exception as error:  # the tool body's failure, reported to the model
-        raise _rejection_of(error) from None
-    finally:
-        _CURRENT.reset(token)
     if (abort is not None and abort.aborted) or (
         timeout is not None and time.monotonic() - began > timeout
     ):
@@ -230,16 +225,24 @@ def _invoke_now(
     return raw
 
 
-@contextlib.contextmanager
-def _tool_body(invocation: Invocation) -> Iterator[None]:
-    """Where the tool's own code runs: the current invocation set, its failures mapped."""
-    token = _CURRENT.set(invocation)
-    try:
-        yield
-    except Exception as error:  # the tool body's failure, reported to the model
-        raise _rejection_of(error) from None
-    finally:
-        _CURRENT.reset(token)
+class _ToolBody:
+    """Where the tool's own code runs: the current invocation set, its failures mapped.
+
+    A class, not a generator: every call from a script passes through it.
+    """
+
+    __slots__ = ("_invocation", "_token")
+
+    def __init__(self, invocation: Invocation) -> None:
+        self._invocation = invocation
+
+    def __enter__(self) -> None:
+        self._token = _CURRENT.set(self._invocation)
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        _CURRENT.reset(self._token)
+        if isinstance(error, Exception):  # the tool body's failure, reported to the model
+            raise _rejection_of(error) from None
 
 
 def _rejection_of(error: Exception) -> Rejection:
@@ -341,13 +344,13 @@ async def _invoke(
     registered = invocation.tool
     timeout = registered.timeout
     if timeout is None and abort is None and registered.is_async:  # nothing to cancel it by
-        with _tool_body(invocation):
+        with _ToolBody(invocation):
             return await registered.function(**arguments)
     deadline = anyio.current_time() + timeout if timeout is not None else math.inf
     with (
         anyio.CancelScope(deadline=deadline) as scope,
         _attached(abort, scope),
-        _tool_body(invocation),
+        _ToolBody(invocation),
     ):
         if registered.is_async:
             return await registered.function(**arguments)
