@@ -186,6 +186,9 @@ LIMITED: list[tuple[str, str]] = [
 ]
 
 
+# A limit can land between creating a coroutine (asyncio.sleep(...)) and awaiting it; the
+# dropped coroutine then warns "never awaited" in the host. Known, and not what is tested.
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
 @pytest.mark.parametrize(("name", "script"), LIMITED, ids=[n for n, _ in LIMITED])
 def test_limits_hold_inside_async_code(
     make_runner: Callable[..., Runner], name: str, script: str
