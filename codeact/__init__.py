@@ -18,20 +18,30 @@ if TYPE_CHECKING:
     from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted, ToolProgress
     from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
     from ._executors import Executor, InProcessExecutor
-    from ._http_models import AnthropicModel, OpenAIChatModel
+    from ._http_models import AnthropicModel, Delta, OpenAIChatModel
     from ._invocation import Invocation
     from ._json import FrozenJson, JsonValue, thaw
     from ._loop import Agent, Context, RetryPolicy, StepLimit, TokenBudgetExceeded
-    from ._models import FunctionModel, Model, ModelError, ModelReply, ModelRequest, ScriptedModel
+    from ._models import (
+        FunctionModel,
+        Model,
+        ModelError,
+        ModelReply,
+        ModelRequest,
+        ScriptedModel,
+        ScriptMismatch,
+    )
     from ._modes import Mode, Runtime
     from ._policy import Action, Approver, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
     from ._process import ProcessExecutor
     from ._providers import (
+        anthropic_messages,
         anthropic_results,
         anthropic_tools,
         calls_from_anthropic,
         calls_from_openai_chat,
         calls_from_openai_responses,
+        openai_chat_messages,
         openai_chat_results,
         openai_chat_tools,
         openai_responses_results,
@@ -51,11 +61,36 @@ if TYPE_CHECKING:
         ToolFailure,
     )
     from ._sandbox import Limits
-    from ._session import JsonlStore, Session
+    from ._session import (
+        AbortRecorded,
+        AssistantMessage,
+        CorruptLog,
+        ErrorRecorded,
+        JsonlStore,
+        ModelExchange,
+        Session,
+        ToolCallRecorded,
+        ToolResultRecorded,
+        UserMessage,
+    )
+    from ._strict import to_strict
     from ._tool import Tool, tool
 
 
 _EXPORTS: dict[str, str] = {
+    "Delta": "._http_models",
+    "to_strict": "._strict",
+    "anthropic_messages": "._providers",
+    "openai_chat_messages": "._providers",
+    "CorruptLog": "._session",
+    "UserMessage": "._session",
+    "AssistantMessage": "._session",
+    "ToolCallRecorded": "._session",
+    "ToolResultRecorded": "._session",
+    "ModelExchange": "._session",
+    "ErrorRecorded": "._session",
+    "AbortRecorded": "._session",
+    "ScriptMismatch": "._models",
     "AbortSignal": "._abort",
     "AnthropicModel": "._http_models",
     "Action": "._policy",
@@ -151,19 +186,24 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AbortRecorded",
     "AbortSignal",
     "Action",
     "Agent",
     "AnthropicModel",
     "Approver",
+    "AssistantMessage",
     "AudioBlock",
     "CodeActError",
     "ConfinementReport",
     "ContentBlock",
     "Context",
+    "CorruptLog",
+    "Delta",
     "DispatchEvent",
     "Disposer",
     "ErrorCode",
+    "ErrorRecorded",
     "Executor",
     "FrozenJson",
     "FunctionModel",
@@ -176,6 +216,7 @@ __all__ = [
     "Mode",
     "Model",
     "ModelError",
+    "ModelExchange",
     "ModelReply",
     "ModelRequest",
     "OpenAIChatModel",
@@ -188,6 +229,7 @@ __all__ = [
     "Rule",
     "RulePolicy",
     "Runtime",
+    "ScriptMismatch",
     "ScriptedModel",
     "Session",
     "StepLimit",
@@ -196,6 +238,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallFinished",
+    "ToolCallRecorded",
     "ToolCallStarted",
     "ToolDefinitionError",
     "ToolError",
@@ -205,9 +248,12 @@ __all__ = [
     "ToolFailure",
     "ToolProgress",
     "ToolRegistry",
+    "ToolResultRecorded",
     "UsageError",
+    "UserMessage",
     "Verdict",
     "allow",
+    "anthropic_messages",
     "anthropic_results",
     "anthropic_tools",
     "ask",
@@ -215,6 +261,7 @@ __all__ = [
     "calls_from_openai_chat",
     "calls_from_openai_responses",
     "deny",
+    "openai_chat_messages",
     "openai_chat_results",
     "openai_chat_tools",
     "openai_responses_results",
@@ -223,5 +270,6 @@ __all__ = [
     "report_progress",
     "run_code_tool",
     "thaw",
+    "to_strict",
     "tool",
 ]

@@ -39,7 +39,7 @@ from ._results import (
     ToolExecutionSuccess,
     failure,
 )
-from ._schema import describe_errors
+from ._schema import describe_errors, drop_optional_nulls
 
 if TYPE_CHECKING:
     from ._registry import ToolRegistry
@@ -301,10 +301,15 @@ def _validate_arguments(invocation: Invocation) -> dict[str, Any]:
 
 
 def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, Any]:
-    """``plain`` (a copy nobody else holds) against the schema, then bound to the signature."""
-    problem = describe_errors(
-        invocation.tool.parameter_validator, plain, plain=invocation.tool.parameter_check
-    )
+    """``plain`` (a copy nobody else holds) against the schema, then bound to the signature.
+
+    A null given for an optional parameter means "not given" (strict-mode models can say
+    nothing else), so the default applies.
+    """
+    tool = invocation.tool
+    if not tool.parameter_check(plain):
+        drop_optional_nulls(tool.parameter_validator, plain)
+    problem = describe_errors(tool.parameter_validator, plain, plain=tool.parameter_check)
     if problem is not None:
         raise Rejection(
             ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {invocation.name!r}: {problem}"

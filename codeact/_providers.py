@@ -6,31 +6,15 @@ Anthropic Messages APIs take, so codeact embeds in any loop, ours or not.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._call import ToolCall
 from ._json import JsonValue
 from ._results import ImageBlock, ToolExecutionResult
+from ._strict import to_strict
 
 Schema = Mapping[str, JsonValue]
-
-# Keywords OpenAI's strict mode does not accept; a schema using them stays non-strict.
-_STRICT_UNSUPPORTED = frozenset(
-    {
-        "patternProperties",
-        "propertyNames",
-        "unevaluatedProperties",
-        "dependentSchemas",
-        "if",
-        "then",
-        "else",
-        "not",
-    }
-)
-_STRICT_DROPPED = frozenset({"default", "title", "examples"})
-
 
 # Advertisement ---------------------------------------------------------------------------
 
@@ -77,65 +61,6 @@ def anthropic_tools(schemas: Iterable[Schema]) -> list[dict[str, Any]]:
         {"name": s["name"], "description": s["description"], "input_schema": s["parameters"]}
         for s in schemas
     ]
-
-
-def to_strict(parameters: Any) -> dict[str, Any] | None:
-    """The strict-mode form of a parameters schema, or None when it has none.
-
-    Strict mode wants every object closed (``additionalProperties: false``) with all
-    properties required; an optional property becomes required and nullable.
-    """
-    try:
-        converted = _strict(copy.deepcopy(parameters), optional=False)
-    except _NotStrict:
-        return None
-    return converted if isinstance(converted, dict) else None
-
-
-class _NotStrict(Exception):
-    pass
-
-
-def _strict(schema: Any, *, optional: bool) -> Any:
-    if not isinstance(schema, dict):
-        raise _NotStrict
-    if _STRICT_UNSUPPORTED & set(schema):
-        raise _NotStrict
-    out = {k: v for k, v in schema.items() if k not in _STRICT_DROPPED}
-    for key in ("anyOf", "oneOf", "allOf"):
-        if key in out:
-            out[key] = [_strict(option, optional=False) for option in out[key]]
-    if "items" in out:
-        out["items"] = _strict(out["items"], optional=False)
-    if "$defs" in out:
-        out["$defs"] = {name: _strict(sub, optional=False) for name, sub in out["$defs"].items()}
-    if out.get("type") == "object" or "properties" in out:
-        extra = out.get("additionalProperties")
-        if extra not in (None, False):
-            raise _NotStrict  # open maps have no strict form
-        properties = out.get("properties", {})
-        required = set(out.get("required", []))
-        out["properties"] = {
-            name: _strict(sub, optional=name not in required) for name, sub in properties.items()
-        }
-        out["required"] = list(properties)
-        out["additionalProperties"] = False
-    if optional:
-        out = _nullable(out)
-    return out
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    kind = schema.get("type")
-    if isinstance(kind, str) and kind != "null":
-        return {**schema, "type": [kind, "null"]}
-    if isinstance(kind, list) and "null" not in kind:
-        return {**schema, "type": [*kind, "null"]}
-    if "anyOf" in schema and not any(o.get("type") == "null" for o in schema["anyOf"]):
-        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
-    if "$ref" in schema:
-        return {"anyOf": [schema, {"type": "null"}]}
-    return schema
 
 
 # Tool calls out of assistant messages ----------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeAlias
 
 import jsonschema
@@ -219,6 +219,44 @@ def describe_errors(
     return "; ".join(lines)
 
 
+def drop_optional_nulls(validator: Validator, instance: JsonValue) -> None:
+    """Remove, in place, each ``null`` that stands for an optional property the schema
+    does not let be null: the only way a strict-mode model can say "not given", so the
+    parameter's default applies. A null where the property is required stays, and fails.
+    """
+    if instance is None or validator.is_valid(instance):
+        return
+    removed: list[tuple[dict[str, Any], str]] = []
+    for error in _with_branches(validator.iter_errors(instance)):
+        path = list(error.absolute_path)
+        if error.instance is not None or not path or not isinstance(path[-1], str):
+            continue
+        parent: Any = instance
+        for part in path[:-1]:
+            parent = parent[part]
+        if isinstance(parent, dict) and parent.get(path[-1], 0) is None:
+            del parent[path[-1]]
+            removed.append((parent, path[-1]))
+    if not removed:
+        return
+    wanted: list[tuple[object, Any]] = [
+        (error.instance, error.validator_value)
+        for error in _with_branches(validator.iter_errors(instance))
+        if error.validator == "required"
+    ]
+    for parent, name in removed:
+        if any(held is parent and name in names for held, names in wanted):
+            parent[name] = None  # required after all: the null was the model's answer
+
+
+def _with_branches(
+    errors: Iterable[jsonschema.ValidationError],
+) -> Iterator[jsonschema.ValidationError]:
+    for error in errors:
+        yield error
+        yield from _with_branches(error.context or ())
+
+
 def _path(parts: object) -> str:
     text = "$"
     for part in parts:  # type: ignore[attr-defined]
@@ -231,6 +269,7 @@ __all__ = [
     "checked_schema",
     "compile_validator",
     "describe_errors",
+    "drop_optional_nulls",
     "plain_checker",
     "strip_titles",
 ]

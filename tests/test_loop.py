@@ -19,27 +19,33 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
-from codeact import AbortSignal, Mode, Runtime, ToolCall, ToolRegistry, tool
-from codeact._executors import InProcessExecutor
-from codeact._loop import Agent, RetryPolicy, TokenBudgetExceeded
-from codeact._models import (
-    FunctionModel,
-    ModelError,
-    ModelReply,
-    ModelRequest,
-    ScriptedModel,
-    ScriptMismatch,
-)
-from codeact._providers import anthropic_messages, openai_chat_messages
-from codeact._session import (
+from codeact import (
+    AbortSignal,
+    Agent,
     CorruptLog,
     ErrorRecorded,
+    FunctionModel,
+    InProcessExecutor,
     JsonlStore,
+    Mode,
+    ModelError,
     ModelExchange,
+    ModelReply,
+    ModelRequest,
+    RetryPolicy,
+    Runtime,
+    ScriptedModel,
+    ScriptMismatch,
     Session,
+    TokenBudgetExceeded,
+    ToolCall,
     ToolCallRecorded,
+    ToolRegistry,
     ToolResultRecorded,
     UserMessage,
+    anthropic_messages,
+    openai_chat_messages,
+    tool,
 )
 
 pytestmark = pytest.mark.anyio
