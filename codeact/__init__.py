@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         openai_chat_messages,
         openai_chat_results,
         openai_chat_tools,
+        openai_responses_input,
         openai_responses_results,
         openai_responses_tools,
     )
@@ -160,6 +161,7 @@ _EXPORTS: dict[str, str] = {
     "calls_from_openai_responses": "._providers",
     "openai_chat_results": "._providers",
     "openai_chat_tools": "._providers",
+    "openai_responses_input": "._providers",
     "openai_responses_results": "._providers",
     "openai_responses_tools": "._providers",
     "run_code_tool": "._code_mode",
@@ -264,6 +266,7 @@ __all__ = [
     "openai_chat_messages",
     "openai_chat_results",
     "openai_chat_tools",
+    "openai_responses_input",
     "openai_responses_results",
     "openai_responses_tools",
     "parse_arguments",

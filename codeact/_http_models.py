@@ -1,27 +1,33 @@
 """Model adapters over httpx: OpenAI-compatible Chat Completions and Anthropic Messages.
 
-Both stream by default (text and tool-call deltas go to ``on_delta`` as they arrive)
-and record token usage. Provider faults become :class:`ModelError`: 429, 5xx, 529,
-timeouts, dropped connections and unreadable bodies are retryable, a 429's
-Retry-After is passed on, and context-length refusals are flagged for compaction.
+Both stream by default (text and tool-call deltas go to ``on_delta`` as they arrive),
+parsed by httpx-sse, and record token usage. Each model keeps one pooled HTTP client
+(keep-alive) per event loop; ``await model.aclose()`` or ``async with model:`` closes it.
+Provider faults become :class:`ModelError`: 429, 5xx, 529, timeouts, dropped
+connections and unreadable bodies are retryable, a readable Retry-After is passed on,
+and context-length refusals are flagged for compaction.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import email.utils
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any, Literal, Self
 
+import anyio.lowlevel
 import httpx
 
 from ._call import ToolCall
 from ._models import ModelError, ModelReply, ModelRequest
 from ._providers import anthropic_messages, anthropic_tools, openai_chat_messages, openai_chat_tools
+from ._sse import sse_data
 
 DEFAULT_TIMEOUT = 120.0
 ANTHROPIC_VERSION = "2023-06-01"
@@ -57,36 +63,73 @@ class _HttpModel:
         stream: bool,
         on_delta: DeltaListener | None,
         transport: httpx.AsyncBaseTransport | None,
+        client: httpx.AsyncClient | None,
+        extra_headers: Mapping[str, str] | None,
+        extra_body: Mapping[str, Any] | None,
     ) -> None:
         self.name = model
         self.base_url = base_url.rstrip("/")
-        self.headers = headers
+        self.headers = {**headers, **(extra_headers or {})}
         self.timeout = timeout
         self.stream = stream
         self.on_delta = on_delta
         self.transport = transport
+        self.extra_body = dict(extra_body or {})
+        self._given_client = client  # the caller's: used, never closed
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: object = None
+
+    def _http(self) -> httpx.AsyncClient:
+        """The pooled client of the running event loop (connections belong to one loop)."""
+        if self._given_client is not None:
+            return self._given_client
+        loop = anyio.lowlevel.current_token()
+        if self._client is None or self._client_loop != loop or self._client.is_closed:
+            self._client = httpx.AsyncClient(
+                timeout=self.timeout, transport=self.transport, trust_env=False
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (a client given by the caller stays open)."""
+        client, self._client = self._client, None
+        if client is not None and self._client_loop == anyio.lowlevel.current_token():
+            await client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, **self.extra_body}  # the caller's fields win
 
     @contextlib.asynccontextmanager
     async def _post(self, path: str, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
-        async with httpx.AsyncClient(
-            timeout=self.timeout, transport=self.transport, trust_env=False
-        ) as client:
-            try:
-                async with client.stream(
-                    "POST", self.base_url + path, json=body, headers=self.headers
-                ) as response:
-                    if response.status_code >= 400:
-                        await response.aread()
-                        raise _error_for(response)
-                    yield response
-            except httpx.TimeoutException as error:
-                raise ModelError(
-                    f"the model did not answer in time ({type(error).__name__})", retryable=True
-                ) from None
-            except (httpx.TransportError, httpx.DecodingError) as error:
-                raise ModelError(
-                    f"the connection failed: {type(error).__name__}: {error}", retryable=True
-                ) from None
+        client = self._http()
+        try:
+            async with client.stream(
+                "POST", self.base_url + path, json=self._body(body), headers=self.headers
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _error_for(response)
+                yield response
+        except httpx.TimeoutException as error:
+            raise ModelError(
+                f"the model did not answer in time ({type(error).__name__})", retryable=True
+            ) from None
+        except (httpx.TransportError, httpx.DecodingError) as error:
+            raise ModelError(
+                f"the connection failed: {type(error).__name__}: {error}", retryable=True
+            ) from None
 
     def _emit(self, delta: Delta) -> None:
         if self.on_delta is not None:
@@ -94,7 +137,12 @@ class _HttpModel:
 
 
 class OpenAIChatModel(_HttpModel):
-    """Any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, llama.cpp, Ollama)."""
+    """Any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, llama.cpp, Ollama).
+
+    Request options left as None are not sent, so the server's defaults apply;
+    ``extra_body`` adds (or overrides) any field, ``extra_headers`` any header.
+    ``strict`` advertises tools in strict mode where their schemas allow it.
+    """
 
     def __init__(
         self,
@@ -105,8 +153,18 @@ class OpenAIChatModel(_HttpModel):
         timeout: float = DEFAULT_TIMEOUT,
         stream: bool = True,
         temperature: float | None = None,
+        max_tokens: int | None = None,
+        max_completion_tokens: int | None = None,
+        seed: int | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        parallel_tool_calls: bool | None = None,
+        reasoning_effort: str | None = None,
+        strict: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         on_delta: DeltaListener | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        client: httpx.AsyncClient | None = None,
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         super().__init__(
@@ -117,22 +175,39 @@ class OpenAIChatModel(_HttpModel):
             stream=stream,
             on_delta=on_delta,
             transport=transport,
+            client=client,
+            extra_headers=extra_headers,
+            extra_body=extra_body,
         )
-        self.temperature = temperature
+        self.strict = strict
+        self.options: dict[str, Any] = _given(
+            temperature=temperature,
+            max_tokens=max_tokens,
+            max_completion_tokens=max_completion_tokens,
+            seed=seed,
+            reasoning_effort=reasoning_effort,
+        )
+        self.tool_options: dict[str, Any] = _given(
+            tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls
+        )
 
-    async def respond(self, request: ModelRequest) -> ModelReply:
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body one step sends (before ``extra_body``)."""
         body: dict[str, Any] = {
             "model": self.name,
             "messages": openai_chat_messages(request.messages, system=request.system),
             "stream": self.stream,
+            **self.options,
         }
-        if request.tools:
-            body["tools"] = openai_chat_tools(request.tools)
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
+        if request.tools:  # tool options without tools are refused by the API
+            body["tools"] = openai_chat_tools(request.tools, strict=self.strict)
+            body.update(self.tool_options)
         if self.stream:
             body["stream_options"] = {"include_usage": True}
-        async with self._post("/chat/completions", body) as response:
+        return body
+
+    async def respond(self, request: ModelRequest) -> ModelReply:
+        async with self._post("/chat/completions", self.request_body(request)) as response:
             if self.stream:
                 return await self._read_stream(response)
             return _openai_reply(_json(await response.aread()))
@@ -141,8 +216,12 @@ class OpenAIChatModel(_HttpModel):
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage: dict[str, Any] = {}
-        async for data in _sse_data(response):
+        async for data in sse_data(response):
             chunk = _json(data)
+            if chunk.get("error"):  # a fault reported inside the stream
+                raise ModelError(
+                    f"stream error: {json.dumps(chunk['error'])[:500]}", retryable=True
+                )
             usage = chunk.get("usage") or usage
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
@@ -198,7 +277,13 @@ def _openai_reply(payload: dict[str, Any]) -> ModelReply:
 
 
 class AnthropicModel(_HttpModel):
-    """Anthropic Messages."""
+    """Anthropic Messages.
+
+    ``cache_tools`` marks the tool definitions as a cache breakpoint (``cache_control``),
+    so the prefix every step repeats is read from the prompt cache; ``betas`` are sent as
+    the ``anthropic-beta`` header. Sampling fields the current Messages API still takes
+    for a model (``temperature`` on older ones) go in ``extra_body``.
+    """
 
     def __init__(
         self,
@@ -209,22 +294,37 @@ class AnthropicModel(_HttpModel):
         max_tokens: int = 4096,
         timeout: float = DEFAULT_TIMEOUT,
         stream: bool = True,
+        tool_choice: Mapping[str, Any] | None = None,
+        cache_tools: bool = False,
+        betas: Sequence[str] = (),
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         on_delta: DeltaListener | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        client: httpx.AsyncClient | None = None,
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "")
+        headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
+        if betas:
+            headers["anthropic-beta"] = ",".join(betas)
         super().__init__(
             model=model,
             base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-            headers={"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION},
+            headers=headers,
             timeout=timeout,
             stream=stream,
             on_delta=on_delta,
             transport=transport,
+            client=client,
+            extra_headers=extra_headers,
+            extra_body=extra_body,
         )
         self.max_tokens = max_tokens
+        self.cache_tools = cache_tools
+        self.tool_options: dict[str, Any] = _given(tool_choice=tool_choice)
 
-    async def respond(self, request: ModelRequest) -> ModelReply:
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body one step sends (before ``extra_body``)."""
         body: dict[str, Any] = {
             "model": self.name,
             "max_tokens": self.max_tokens,
@@ -234,8 +334,15 @@ class AnthropicModel(_HttpModel):
         if request.system:
             body["system"] = request.system
         if request.tools:
-            body["tools"] = anthropic_tools(request.tools)
-        async with self._post("/v1/messages", body) as response:
+            tools = anthropic_tools(request.tools)
+            if self.cache_tools:  # the breakpoint covers every tool before it
+                tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
+            body["tools"] = tools
+            body.update(self.tool_options)
+        return body
+
+    async def respond(self, request: ModelRequest) -> ModelReply:
+        async with self._post("/v1/messages", self.request_body(request)) as response:
             if self.stream:
                 return await self._read_stream(response)
             return _anthropic_reply(_json(await response.aread()))
@@ -244,7 +351,7 @@ class AnthropicModel(_HttpModel):
         text: list[str] = []
         blocks: dict[int, dict[str, str]] = {}
         usage: dict[str, Any] = {}
-        async for data in _sse_data(response):
+        async for data in sse_data(response):
             event = _json(data)
             kind = event.get("type")
             if kind == "message_start":
@@ -307,21 +414,6 @@ def _anthropic_reply(payload: dict[str, Any]) -> ModelReply:
     )
 
 
-async def _sse_data(response: httpx.Response) -> AsyncIterator[str]:
-    """The data lines of a server-sent event stream; a body with none is a fault."""
-    received = False
-    async for line in response.aiter_lines():
-        if line.startswith("data:"):
-            data = line[5:].strip()
-            if data == "[DONE]":
-                return
-            if data:
-                received = True
-                yield data
-    if not received:
-        raise ModelError("the model's response was not an event stream", retryable=True)
-
-
 def _json(raw: bytes | str) -> dict[str, Any]:
     try:
         value = json.loads(raw)
@@ -348,15 +440,29 @@ def _error_for(response: httpx.Response) -> ModelError:
     return ModelError(f"{status} request refused: {text}")
 
 
+def _given(**options: Any) -> dict[str, Any]:
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
+    """Seconds a Retry-After header asks for (a number or an HTTP date); None when it is
+    missing or unreadable, so the retry policy's own backoff applies."""
+    value = (response.headers.get("retry-after") or "").strip()
+    if not value:
         return None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(parsed.timestamp() - time.time(), 0.0) if parsed else None
+        try:
+            moment = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if moment.tzinfo is None:  # an HTTP date is in GMT, whether it says so or not
+            moment = moment.replace(tzinfo=datetime.UTC)
+        seconds = moment.timestamp() - time.time()
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        return None
+    return max(seconds, 0.0)
 
 
 __all__ = ["AnthropicModel", "Delta", "OpenAIChatModel"]

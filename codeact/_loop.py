@@ -46,7 +46,11 @@ MODE_INSTRUCTIONS = {
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff with jitter, bounded in attempts and total time."""
+    """Exponential backoff with jitter, bounded in attempts and total time.
+
+    A provider's Retry-After is honoured as given, however long, as long as it fits in
+    ``total_seconds``; ``max_seconds`` bounds only the policy's own backoff.
+    """
 
     attempts: int = 4
     base_seconds: float = 0.5
@@ -55,7 +59,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, error: ModelError) -> float:
         if error.retry_after is not None:
-            return min(error.retry_after, self.max_seconds)
+            return max(error.retry_after, 0.0)
         return random.uniform(0, min(self.max_seconds, self.base_seconds * 2**attempt))
 
 
@@ -119,7 +123,12 @@ class Agent:
         )
 
     async def run(self, text: str, *, abort: AbortSignal | None = None) -> str:
-        """One user turn: steps until the model answers in text; returns that text."""
+        """One user turn: steps until the model answers in text; returns that text.
+
+        Calls a resumed session left open get their synthetic results first, since every
+        provider refuses a call with no result.
+        """
+        self.session.repair()
         self.session.append(UserMessage(text=text))
         stop = self.runtime.registry.add_listener(self._record_nested)
         try:
@@ -164,7 +173,10 @@ class Agent:
             )
         except anyio.get_cancelled_exc_class():
             self.session.append(AbortRecorded(reason="cancelled"))
-            self.session.repair("the turn was cancelled before this call finished")
+            self.session.repair(
+                "the turn was cancelled while this call was open: it may or may not have "
+                "taken effect; check before repeating it"
+            )
             raise
         for call_event, result in zip(recorded, results, strict=True):
             self.session.append(
@@ -207,6 +219,11 @@ class Agent:
                 self.session.append(ErrorRecorded(message=error.message, retryable=True))
                 await anyio.sleep(delay)
                 continue
+            except Exception as error:  # a fault of the adapter itself: recorded, then raised
+                self.session.append(
+                    ErrorRecorded(message=f"{type(error).__name__}: {error}", retryable=False)
+                )
+                raise
             self.session.append(
                 ModelExchange(
                     model=self.model.name,

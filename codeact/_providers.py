@@ -6,6 +6,7 @@ Anthropic Messages APIs take, so codeact embeds in any loop, ours or not.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -201,7 +202,13 @@ def openai_chat_messages(
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for item in history:
         if item["role"] == "assistant":
-            message: dict[str, Any] = {"role": "assistant", "content": item.get("content") or None}
+            if _empty_turn(item):
+                continue  # an assistant message needs content or calls; the API refuses it
+            text = item.get("content") or ""
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": text if text.strip() else None,
+            }
             if item.get("tool_calls"):
                 message["tool_calls"] = [
                     {
@@ -221,14 +228,49 @@ def openai_chat_messages(
     return messages
 
 
+def openai_responses_input(history: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A session's neutral history as Responses API input items (the system prompt goes in
+    the request's ``instructions``)."""
+    items: list[dict[str, Any]] = []
+    for item in history:
+        if item["role"] == "assistant":
+            text = item.get("content") or ""
+            if text.strip():
+                items.append({"role": "assistant", "content": text})
+            for call in item.get("tool_calls") or ():
+                arguments = call["arguments"]
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call["id"],
+                        "name": call["name"],
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments),
+                    }
+                )
+        elif item["role"] == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": item["call_id"],
+                    "output": item["content"],
+                }
+            )
+        else:
+            items.append({"role": "user", "content": item["content"]})
+    return items
+
+
 def anthropic_messages(history: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A session's neutral history as Anthropic messages (tool results grouped per user turn)."""
     messages: list[dict[str, Any]] = []
     for item in history:
         if item["role"] == "assistant":
-            blocks: list[dict[str, Any]] = (
-                [{"type": "text", "text": item["content"]}] if item.get("content") else []
-            )
+            if _empty_turn(item):
+                continue  # an empty text block is refused with 400, and so is every turn after
+            text = item.get("content") or ""
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text.strip() else []
             for call in item.get("tool_calls") or ():
                 arguments = ToolCall(call["id"], call["name"], call["arguments"]).parsed_arguments()
                 blocks.append(
@@ -239,9 +281,7 @@ def anthropic_messages(history: Iterable[Mapping[str, Any]]) -> list[dict[str, A
                         "input": arguments if isinstance(arguments, dict) else {},
                     }
                 )
-            messages.append(
-                {"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]}
-            )
+            messages.append({"role": "assistant", "content": blocks})
         elif item["role"] == "tool":
             content: str | list[dict[str, Any]] = item["content"]
             if item.get("images"):  # replayed as the result first sent them
@@ -271,8 +311,26 @@ def anthropic_messages(history: Iterable[Mapping[str, Any]]) -> list[dict[str, A
             else:
                 messages.append({"role": "user", "content": [block]})
         else:
-            messages.append({"role": "user", "content": item["content"]})
+            _add_user_text(messages, item["content"])
     return messages
+
+
+def _empty_turn(item: Mapping[str, Any]) -> bool:
+    """An assistant turn that said nothing and called nothing (a model can answer so)."""
+    return not (item.get("content") or "").strip() and not item.get("tool_calls")
+
+
+def _add_user_text(messages: list[dict[str, Any]], text: str) -> None:
+    """A user message; after another user message (an empty assistant turn dropped between
+    them, or tool results), it joins that one, as Anthropic wants turns to alternate."""
+    if messages and messages[-1]["role"] == "user":
+        last = messages[-1]
+        blocks = last["content"]
+        if isinstance(blocks, str):
+            blocks = [{"type": "text", "text": blocks}]
+        last["content"] = [*blocks, {"type": "text", "text": text}]
+        return
+    messages.append({"role": "user", "content": text})
 
 
 __all__ = [
@@ -285,6 +343,7 @@ __all__ = [
     "openai_chat_messages",
     "openai_chat_results",
     "openai_chat_tools",
+    "openai_responses_input",
     "openai_responses_results",
     "openai_responses_tools",
     "to_strict",

@@ -6,10 +6,10 @@ rendered blocks a model reads. Different code makes each, so neither parses the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeAlias
 
-from ._json import FrozenJson
+from ._json import FrozenJson, thaw
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -106,6 +106,10 @@ class ToolExecutionSuccess:
         """All text blocks joined, as a model would read them."""
         return "\n".join(block.text for block in self.content)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (mutable copies), for logs, APIs and ``json.dumps``."""
+        return _plain(self)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolExecutionFailure:
@@ -121,6 +125,17 @@ class ToolExecutionFailure:
     def text(self) -> str:
         """All text blocks joined, as a model would read them."""
         return "\n".join(block.text for block in self.content)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (mutable copies), for logs, APIs and ``json.dumps``."""
+        return _plain(self)
+
+
+def _plain(result: ToolExecutionSuccess | ToolExecutionFailure) -> dict[str, Any]:
+    data = thaw(asdict(result))
+    assert isinstance(data, dict)
+    data["text"] = result.text
+    return data
 
 
 ToolExecutionResult: TypeAlias = ToolExecutionSuccess | ToolExecutionFailure

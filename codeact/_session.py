@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from ._exceptions import UsageError
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UserMessage:
@@ -118,6 +120,12 @@ def event_from_json(line: str) -> Event:
     return event
 
 
+INTERRUPTED = (
+    "the session was interrupted while this call was open: it may or may not have taken "
+    "effect; check before repeating it"
+)
+
+
 class CorruptLog(ValueError):
     """A line other than the last could not be read: history cannot be trusted."""
 
@@ -174,10 +182,27 @@ class Session:
     events: list[Event] = field(default_factory=list)
     listeners: list[Callable[[Event], None]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        """A store that already holds events is continued, never appended over: its events
+        are loaded (sequence numbers go on from the last), or, if different events were
+        given as well, refused."""
+        if self.store is None:
+            return
+        stored = self.store.load()
+        if not stored:
+            return
+        if not self.events:
+            self.events = stored
+        elif self.events != stored:
+            raise UsageError(
+                f"{self.store.path} already holds {len(stored)} events that differ from the "
+                "events given; resume it with Session.resume(store), or use another file"
+            )
+
     @classmethod
     def resume(cls, store: JsonlStore) -> Session:
         """A session continued from its store."""
-        return cls(store=store, events=store.load())
+        return cls(store=store)
 
     def append(self, event: Event) -> Event:
         """Record ``event`` with the next sequence number; returns the recorded event."""
@@ -204,8 +229,12 @@ class Session:
             if isinstance(e, ToolCallRecorded) and e.parent is None and e.seq not in answered
         ]
 
-    def repair(self, reason: str = "the session was interrupted before this call ran") -> int:
-        """Give every open call a synthetic ABORTED result, so the transcript is valid again."""
+    def repair(self, reason: str = INTERRUPTED) -> int:
+        """Give every open call a synthetic ABORTED result, so the transcript is valid again.
+
+        The log cannot tell whether an open call ran: the default text says so, so that a
+        model checks before repeating a side effect.
+        """
         open_calls = self.open_calls()
         for call in open_calls:
             self.append(
