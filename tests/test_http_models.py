@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import anyio
 import pytest
+from hosts import http_server
 
 from codeact import Mode, Runtime, ToolRegistry, tool
 from codeact._executors import InProcessExecutor
@@ -164,12 +164,8 @@ class FaultyServer(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[str]:
     FaultyServer.plan, FaultyServer.seen = [], []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FaultyServer)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with http_server(FaultyServer) as url:
+        yield url
 
 
 def runtime() -> Runtime:

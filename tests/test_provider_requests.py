@@ -6,14 +6,14 @@ as servers send it, and no empty assistant turn in any history."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import anyio
 import pytest
 from anthropic.types.message_create_params import MessageCreateParamsStreaming
+from hosts import http_server
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 from pydantic import TypeAdapter
@@ -104,13 +104,8 @@ class Endpoint(BaseHTTPRequestHandler):
 def endpoint() -> Iterator[str]:
     Endpoint.replies, Endpoint.bodies, Endpoint.headers_seen = [], [], []
     Endpoint.connections = 0
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with http_server(Endpoint) as url:
+        yield url
 
 
 STREAM = {"Content-Type": "text/event-stream"}
