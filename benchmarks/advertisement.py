@@ -11,9 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from codeact import Mode, Runtime, Tool, ToolRegistry
-from codeact._executors import InProcessExecutor
-from codeact._providers import openai_chat_tools
+from codeact import InProcessExecutor, Mode, Runtime, Tool, ToolRegistry, openai_chat_tools
 
 from ._timing import header
 

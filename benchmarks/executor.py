@@ -13,10 +13,15 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from codeact import TextBlock, ToolExecutionResult, ToolExecutionSuccess
-from codeact._executors import Executor, InProcessExecutor
-from codeact._process import ProcessExecutor
-from codeact._sandbox import Limits
+from codeact import (
+    Executor,
+    InProcessExecutor,
+    Limits,
+    ProcessExecutor,
+    TextBlock,
+    ToolExecutionResult,
+    ToolExecutionSuccess,
+)
 
 from ._timing import header
 

@@ -13,10 +13,16 @@ import time
 
 import anyio
 
-from codeact import Runtime, ToolCall, ToolRegistry, tool
-from codeact._executors import Executor, InProcessExecutor
-from codeact._process import ProcessExecutor
-from codeact._sandbox import Limits
+from codeact import (
+    Executor,
+    InProcessExecutor,
+    Limits,
+    ProcessExecutor,
+    Runtime,
+    ToolCall,
+    ToolRegistry,
+    tool,
+)
 
 from ._timing import header
 

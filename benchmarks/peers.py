@@ -24,9 +24,17 @@ from typing import Any
 
 import anyio
 
-from codeact import Runtime, TextBlock, ToolCall, ToolExecutionSuccess, ToolRegistry, tool
-from codeact._executors import Executor, InProcessExecutor
-from codeact._process import ProcessExecutor
+from codeact import (
+    Executor,
+    InProcessExecutor,
+    ProcessExecutor,
+    Runtime,
+    TextBlock,
+    ToolCall,
+    ToolExecutionSuccess,
+    ToolRegistry,
+    tool,
+)
 from codeact._sandbox import Limits, Sandbox
 
 from ._timing import header
@@ -275,7 +283,7 @@ runtime.close()
 """
 COLD = {
     "codeact in-process": _COLD_CODEACT.format(
-        executor="from codeact._executors import InProcessExecutor",
+        executor="from codeact import InProcessExecutor",
         argument=", executor=InProcessExecutor()",
     ),
     "codeact process": _COLD_CODEACT.format(executor="", argument=""),

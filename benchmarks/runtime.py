@@ -23,10 +23,16 @@ from pathlib import Path
 
 import anyio
 
-from codeact import Runtime, ToolCall, ToolRegistry, tool
-from codeact._executors import Executor, InProcessExecutor
-from codeact._process import ProcessExecutor
-from codeact._sandbox import Limits
+from codeact import (
+    Executor,
+    InProcessExecutor,
+    Limits,
+    ProcessExecutor,
+    Runtime,
+    ToolCall,
+    ToolRegistry,
+    tool,
+)
 
 from ._timing import header
 

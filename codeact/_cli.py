@@ -14,10 +14,12 @@ import anyio
 
 from ._call import ToolCall
 from ._code_mode import RUN_CODE, run_code_tool
+from ._exceptions import CodeActError
 from ._executors import Executor, InProcessExecutor
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult
+from ._sandbox import Limits
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -26,18 +28,36 @@ class UsageFailure(Exception):
     """Bad command-line usage; exit code 2."""
 
 
-def load_tools(spec: str, registry: ToolRegistry) -> None:
-    """Register what ``MODULE:ATTR`` names: a registry, a tool, a function, or a list of them."""
+def load_tools(spec: str, registry: ToolRegistry, *, app_dir: str = ".") -> None:
+    """Register what ``MODULE:ATTR`` names: a registry, a tool, a function, or a list of them.
+
+    ``app_dir`` (the current folder unless told) is importable first, so a module beside
+    the user's script loads as it would for ``python -m``.
+    """
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise UsageFailure(f"--tools takes MODULE:ATTR, not {spec!r}")
+    folder = str(Path(app_dir).resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
-        target: Any = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise UsageFailure(f"cannot load {spec}: {error}") from None
+        module = importlib.import_module(module_name)
+    except Exception as error:  # a module that fails to import is the user's to fix
+        raise UsageFailure(
+            f"cannot import {module_name!r} for --tools {spec}: {type(error).__name__}: {error}"
+        ) from None
+    try:
+        target: Any = getattr(module, attribute)
+    except AttributeError:
+        raise UsageFailure(
+            f"module {module_name!r} has no {attribute!r} (--tools {spec})"
+        ) from None
     items = target.tools() if isinstance(target, ToolRegistry) else target
     for item in items if isinstance(items, list | tuple) else [items]:
-        registry.register(item)
+        try:
+            registry.register(item)
+        except (CodeActError, TypeError, ValueError) as error:
+            raise UsageFailure(f"--tools {spec}: {error}") from None
 
 
 def build_registry(options: argparse.Namespace) -> ToolRegistry:
@@ -48,16 +68,32 @@ def build_registry(options: argparse.Namespace) -> ToolRegistry:
 
         stdlib_bindings.register(registry, workspace=Path.cwd())
     for spec in options.tools or []:
-        load_tools(spec, registry)
+        load_tools(spec, registry, app_dir=options.app_dir)
     return registry
 
 
-def make_executor(name: str) -> Executor:
-    if name == "inprocess":
-        return InProcessExecutor()
-    if name == "process":
-        return ProcessExecutor()
-    raise UsageFailure(f"unknown executor {name!r}")
+def make_limits(options: argparse.Namespace) -> Limits:
+    """Limits from the command line, each left at its default unless given."""
+    given: dict[str, Any] = {}
+    if options.wall_seconds is not None:
+        given["wall_seconds"] = options.wall_seconds
+    if options.cpu_seconds is not None:
+        given["cpu_seconds"] = options.cpu_seconds
+    if options.memory_mb is not None:
+        given["memory_bytes"] = options.memory_mb * 1024 * 1024
+    try:
+        return Limits(**given)
+    except (TypeError, ValueError) as error:
+        raise UsageFailure(str(error)) from None
+
+
+def make_executor(options: argparse.Namespace) -> Executor:
+    limits = make_limits(options)
+    if options.executor == "inprocess":
+        return InProcessExecutor(limits=limits)
+    if options.executor == "process":
+        return ProcessExecutor(limits=limits)
+    raise UsageFailure(f"unknown executor {options.executor!r}")
 
 
 async def run_script(
@@ -78,9 +114,8 @@ def command_run(options: argparse.Namespace) -> int:
     except OSError as error:
         raise UsageFailure(f"cannot read {options.script}: {error}") from None
     registry = build_registry(options)
-    result = anyio.run(
-        lambda: run_script(source, registry=registry, executor=make_executor(options.executor))
-    )
+    executor = make_executor(options)
+    result = anyio.run(lambda: run_script(source, registry=registry, executor=executor))
     if options.json:
         payload: dict[str, Any] = {"is_error": result.is_error, "content": result.text}
         if result.is_error:
@@ -124,12 +159,16 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
     registry = build_registry(options)
     from ._modes import Runtime
 
-    runtime = Runtime(registry, mode=options.mode, executor=make_executor(options.executor))
+    runtime = Runtime(registry, mode=options.mode, executor=make_executor(options))
     server = mcp_server(runtime, mode=options.mode)
     if options.http:
-        import uvicorn
-
         host, _, port = options.http.rpartition(":")
+        if not port.isdigit():
+            raise UsageFailure(f"--http takes HOST:PORT, not {options.http!r}")
+        try:
+            import uvicorn
+        except ImportError:
+            raise UsageFailure("--http needs uvicorn: pip install 'codeact[mcp]'") from None
         uvicorn.run(
             server.streamable_http_app(host=host or "127.0.0.1"),
             host=host or "127.0.0.1",
@@ -173,14 +212,48 @@ def command_doctor(options: argparse.Namespace) -> int:
     return EXIT_ERROR
 
 
+def _add_tool_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stdlib", action="store_true", help="bind the standard tools")
+    parser.add_argument(
+        "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
+    )
+    parser.add_argument(
+        "--app-dir",
+        default=".",
+        metavar="DIR",
+        help="the folder --tools modules are imported from (default: the current one)",
+    )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--executor", choices=("process", "inprocess"), default="process")
+    parser.add_argument(
+        "--wall-seconds", type=_positive(float), help="wall-clock limit of one script"
+    )
+    parser.add_argument("--cpu-seconds", type=_positive(float), help="CPU limit of one script")
+    parser.add_argument("--memory-mb", type=_positive(int), help="memory limit of one script")
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codeact", description="Let agents act through code.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run an action script through run_code")
     run.add_argument("script", help="a Python file, or - for standard input")
-    run.add_argument("--stdlib", action="store_true", help="bind the standard tools")
-    run.add_argument("--tools", action="append", metavar="MODULE:ATTR", help="register these tools")
-    run.add_argument("--executor", choices=("process", "inprocess"), default="process")
+    _add_tool_options(run)
+    _add_run_options(run)
     run.add_argument("--json", action="store_true", help="print the whole result as JSON")
     run.set_defaults(handler=command_run)
     schemas = commands.add_parser("schemas", help="print the advertisement for a mode and format")
@@ -191,17 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.add_argument(
         "--strict", action="store_true", help="OpenAI strict schemas where possible"
     )
-    schemas.add_argument("--stdlib", action="store_true", help="include the standard tools")
-    schemas.add_argument(
-        "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
-    )
+    _add_tool_options(schemas)
     schemas.set_defaults(handler=command_schemas)
     serve = commands.add_parser("serve-mcp", help="serve the tools over MCP on stdin/stdout")
     serve.add_argument("--mode", choices=("native", "code", "both"), default="code")
-    serve.add_argument(
-        "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
-    )
-    serve.add_argument("--executor", choices=("process", "inprocess"), default="process")
+    _add_tool_options(serve)
+    _add_run_options(serve)
     serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     serve.set_defaults(handler=command_serve_mcp)
     doctor = commands.add_parser("doctor", help="show which kernel layers confine a worker here")

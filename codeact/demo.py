@@ -6,9 +6,7 @@ import json
 
 import anyio
 
-from . import RulePolicy, ToolCall, ToolRegistry, deny, tool
-from ._code_mode import RUN_CODE, run_code_tool
-from ._process import ProcessExecutor
+from codeact import ProcessExecutor, RulePolicy, ToolCall, ToolRegistry, deny, run_code_tool, tool
 
 
 @tool
@@ -67,7 +65,7 @@ async def code_mode(registry: ToolRegistry) -> None:
     scope = registry.child()
     scope.register(run_code_tool(registry, executor=executor))
     try:
-        result = await scope.execute(ToolCall("call_7", RUN_CODE, {"code": SCRIPT}))
+        result = await scope.execute(ToolCall("call_7", "run_code", {"code": SCRIPT}))
     finally:
         await executor.aclose()
     print("\nCode mode, one run_code call:")

@@ -8,15 +8,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 
 
 def codeact(
-    *args: str, stdin: str | None = None, cwd: Path | None = None
+    *args: str,
+    stdin: str | None = None,
+    cwd: Path | None = None,
+    installed: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    """The command line as a subprocess: ``python -m codeact`` with the tests' tools on the
+    path, or (``installed``) the console script with nothing added to the path."""
+    if installed:
+        command = [str(Path(sys.executable).parent / "codeact")]
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    else:
+        command = [sys.executable, "-m", "codeact"]
+        env = {**os.environ, "PYTHONPATH": str(TESTS)}
     return subprocess.run(
-        [sys.executable, "-m", "codeact", *args],
+        [*command, *args],
         input=stdin,
         cwd=cwd,
         capture_output=True,
@@ -97,3 +109,100 @@ def test_run_with_the_standard_tools_works_in_the_current_folder(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["value"]["result"] == ["hi there"]
     assert (tmp_path / "hello.txt").read_text() == "hi there"
+
+
+def console(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return codeact(*args, stdin=stdin, cwd=cwd, installed=True)
+
+
+MY_TOOLS = '''
+from codeact import tool
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+TOOLS = [shout]
+'''
+
+
+def test_a_tools_module_in_the_current_folder_is_importable(tmp_path: Path) -> None:
+    (tmp_path / "mytools.py").write_text(MY_TOOLS)
+    done = console(
+        "run", "-", "--tools", "mytools:TOOLS", "--json", cwd=tmp_path, stdin="shout('hi')"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["value"]["result"] == "HI"
+
+
+def test_app_dir_names_the_folder_tools_are_imported_from(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "mytools.py").write_text(MY_TOOLS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = console(
+        "schemas", "--tools", "mytools:TOOLS", "--app-dir", str(tmp_path / "lib"), cwd=elsewhere
+    )
+    assert done.returncode == 0, done.stderr
+    assert [schema["name"] for schema in json.loads(done.stdout)] == ["shout", "run_code"]
+
+
+BAD_TOOLS = {
+    "broken": ("raise RuntimeError('no config')", "broken:TOOLS", "RuntimeError: no config"),
+    "syntax": ("def (:", "syntax:TOOLS", "SyntaxError"),
+    "missing": ("TOOLS = []", "missing:NOPE", "'missing' has no 'NOPE'"),
+    "notatool": ("TOOLS = [3]", "notatool:TOOLS", "--tools notatool:TOOLS"),
+    "nospec": ("", "nospec", "MODULE:ATTR"),
+    "absent": ("", "absent_module_x:T", "No module named 'absent_module_x'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TOOLS))
+def test_a_bad_tools_option_is_one_line_and_exit_two(tmp_path: Path, case: str) -> None:
+    source, spec, expected = BAD_TOOLS[case]
+    if source:
+        (tmp_path / f"{case}.py").write_text(source)
+    done = console("run", "-", "--tools", spec, cwd=tmp_path, stdin="1")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert expected in done.stderr
+
+
+@pytest.mark.parametrize("executor", ["process", "inprocess"])
+def test_limit_flags_reach_the_executor(tmp_path: Path, executor: str) -> None:
+    slow = "n = 0\nwhile True:\n    n += 1"
+    done = console(
+        "run",
+        "-",
+        "--executor",
+        executor,
+        "--wall-seconds",
+        "0.5",
+        "--cpu-seconds",
+        "0.5",
+        "--json",
+        cwd=tmp_path,
+        stdin=slow,
+    )
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "CODE_RESOURCE_LIMIT"
+    assert "(0.5 s)" in error["message"]  # the flag's limit, not the default's
+    big = "blocks = []\nwhile True:\n    blocks.append('x' * 1_000_000)"
+    done = console(
+        "run", "-", "--executor", executor, "--memory-mb", "64", "--json", cwd=tmp_path, stdin=big
+    )
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "CODE_RESOURCE_LIMIT"
+    assert "memory (64 MiB)" in error["message"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "lots"])
+def test_a_bad_limit_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    done = console("run", "-", "--wall-seconds", value, cwd=tmp_path, stdin="1")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "--wall-seconds" in done.stderr

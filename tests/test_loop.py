@@ -42,6 +42,7 @@ from codeact import (
     ToolCallRecorded,
     ToolRegistry,
     ToolResultRecorded,
+    UsageError,
     UserMessage,
     anthropic_messages,
     openai_chat_messages,
@@ -239,11 +240,10 @@ CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     import anyio
-    from codeact import Mode, Runtime, ToolCall, ToolRegistry, tool
-    from codeact._executors import InProcessExecutor
-    from codeact._loop import Agent
-    from codeact._models import ModelReply, ScriptedModel
-    from codeact._session import JsonlStore, Session
+    from codeact import (
+        Agent, InProcessExecutor, JsonlStore, Mode, ModelReply, Runtime, ScriptedModel, Session,
+        ToolCall, ToolRegistry, tool,
+    )
 
     store_path, ready = Path(sys.argv[1]), Path(sys.argv[2])
 
@@ -267,7 +267,8 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_a_killed_process_resumes_from_its_log_with_a_repaired_transcript(tmp_path: Path) -> None:
+def killed_in_a_tool(tmp_path: Path) -> Path:
+    """The log of a process killed while its one call ran."""
     store_path, ready, script = tmp_path / "s.jsonl", tmp_path / "ready", tmp_path / "child.py"
     script.write_text(CHILD)
     child = subprocess.Popen([sys.executable, str(script), str(store_path), str(ready)])
@@ -280,6 +281,11 @@ def test_a_killed_process_resumes_from_its_log_with_a_repaired_transcript(tmp_pa
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait(timeout=30)
+    return store_path
+
+
+def test_a_killed_process_resumes_from_its_log_with_a_repaired_transcript(tmp_path: Path) -> None:
+    store_path = killed_in_a_tool(tmp_path)
     session = Session.resume(JsonlStore(store_path))
     assert [c.call_id for c in session.open_calls()] == ["c1"]
     assert session.repair() == 1
@@ -295,6 +301,43 @@ def test_a_killed_process_resumes_from_its_log_with_a_repaired_transcript(tmp_pa
     valid_transcript(agent.session)
     reloaded = JsonlStore(store_path).load()
     assert [e.seq for e in reloaded] == list(range(1, len(reloaded) + 1))
+
+
+def test_an_agent_repairs_a_resumed_session_itself_and_the_log_goes_on(tmp_path: Path) -> None:
+    store_path = killed_in_a_tool(tmp_path)
+    before = JsonlStore(store_path).load()
+    seen: list[ModelRequest] = []
+
+    def answer(request: ModelRequest) -> ModelReply:
+        seen.append(request)
+        return ModelReply(text="checked first")
+
+    registry = ToolRegistry()
+    registry.register(add)
+    agent = Agent(
+        Runtime(registry, executor=InProcessExecutor()),
+        FunctionModel(answer),
+        session=Session(store=JsonlStore(store_path)),  # an existing file: loaded, not overwritten
+        mode=Mode.NATIVE,
+    )
+    assert anyio.run(agent.run, "go on") == "checked first"
+    (request,) = seen
+    (result,) = [m for m in request.messages if m["role"] == "tool"]
+    assert result["call_id"] == "c1"
+    assert "may or may not have taken effect" in result["content"]
+    assert "before this call ran" not in result["content"]
+    valid_transcript(agent.session)
+    reloaded = JsonlStore(store_path).load()
+    assert reloaded[: len(before)] == before
+    assert [e.seq for e in reloaded] == list(range(1, len(reloaded) + 1))
+
+
+def test_a_store_holding_other_events_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    Session(store=JsonlStore(path)).append(UserMessage(text="first"))
+    with pytest.raises(UsageError, match="already holds 1 events"):
+        Session(store=JsonlStore(path), events=[UserMessage(text="other", seq=1)])
+    assert [e.text for e in JsonlStore(path).load()] == ["first"]  # type: ignore[attr-defined]
 
 
 async def test_the_token_budget_ends_the_turn(runtime: Runtime) -> None:

@@ -29,6 +29,16 @@ def server(command: str, *args: str) -> StdioServerParameters:
     return StdioServerParameters(command=path, args=list(args))
 
 
+def serve_mcp(*args: str, cwd: Path | None = None) -> StdioServerParameters:
+    """``codeact serve-mcp`` with these options, the tests' tools importable."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "codeact", "serve-mcp", *args],
+        env={**os.environ, "PYTHONPATH": str(TESTS)},
+        cwd=str(cwd) if cwd else None,
+    )
+
+
 async def bound(connection: MCPConnection) -> Runtime:
     registry = ToolRegistry()
     for made in await connection.tools():
@@ -92,20 +102,8 @@ async def test_git_server_reads_a_repository_the_test_created(tmp_path: Path) ->
 
 
 async def test_an_official_client_uses_our_code_mode_server_end_to_end() -> None:
-    parameters = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "codeact",
-            "serve-mcp",
-            "--mode",
-            "code",
-            "--tools",
-            "cli_tools:TOOLS",
-            "--executor",
-            "inprocess",
-        ],
-        env={**os.environ, "PYTHONPATH": str(TESTS)},
+    parameters = serve_mcp(
+        "--mode", "code", "--tools", "cli_tools:TOOLS", "--executor", "inprocess"
     )
     with anyio.fail_after(60):
         async with Client(parameters) as client:
@@ -130,6 +128,32 @@ async def test_an_official_client_uses_our_code_mode_server_end_to_end() -> None
             failed = await client.call_tool("run_code", {"code": "import os"})
             assert failed.is_error
             assert "CODE_SECURITY_VIOLATION" in json.dumps([c.model_dump() for c in failed.content])
+
+
+async def test_serve_mcp_binds_the_standard_tools_and_applies_limit_flags(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("first line\n")
+    parameters = serve_mcp(
+        "--mode",
+        "both",
+        "--stdlib",
+        "--wall-seconds",
+        "0.5",
+        "--cpu-seconds",
+        "0.5",
+        cwd=tmp_path,
+    )
+    with anyio.fail_after(90):
+        async with Client(parameters) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"read", "write", "list_files", "run_code"} <= names
+            read = await client.call_tool("run_code", {"code": "read('notes.txt')['lines']"})
+            assert not read.is_error
+            assert read.structured_content["result"] == ["first line"]  # type: ignore[index]
+            spin = await client.call_tool("run_code", {"code": "while True:\n    pass"})
+            assert spin.is_error
+            text = json.dumps([c.model_dump() for c in spin.content])
+            assert "CODE_RESOURCE_LIMIT" in text
+            assert "(0.5 s)" in text  # the flag's limit, not the default's
 
 
 def server_processes(name: str) -> list[int]:
