@@ -76,9 +76,11 @@ if TYPE_CHECKING:
     )
     from ._strict import to_strict
     from ._tool import Tool, tool
+    from ._tracing import configure_tracing
 
 
 _EXPORTS: dict[str, str] = {
+    "configure_tracing": "._tracing",
     "Delta": "._http_models",
     "to_strict": "._strict",
     "anthropic_messages": "._providers",
@@ -262,6 +264,7 @@ __all__ = [
     "calls_from_anthropic",
     "calls_from_openai_chat",
     "calls_from_openai_responses",
+    "configure_tracing",
     "deny",
     "openai_chat_messages",
     "openai_chat_results",

@@ -8,7 +8,7 @@ import inspect
 import itertools
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._abort import AbortSignal
 from ._call import ToolCall
@@ -25,6 +25,10 @@ from ._sandbox import Limits, ScriptOutcome
 from ._script_names import ScriptNames, assign_script_names
 from ._stubs import stubs
 from ._tool import Tool
+from ._tracing import attached, current_context
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
 
 RUN_CODE = "run_code"
 DEFAULT_SESSION = "default"
@@ -177,10 +181,12 @@ def run_code_tool(
         parent = invocation.call_id if invocation else None
         numbers = itertools.count(1)
         abort = AbortSignal()
+        traced = current_context()  # this run_code span: its calls are answered elsewhere
 
         async def call_tool(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
             call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", real(name), arguments)
-            return await registry.execute(call, parent=parent, abort=abort)
+            with attached(traced):
+                return await registry.execute(call, parent=parent, abort=abort)
 
         async def call_tools(
             batch: list[tuple[str, dict[str, JsonValue]]],
@@ -189,15 +195,16 @@ def run_code_tool(
                 ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", real(name), arguments)
                 for name, arguments in batch
             ]
-            return await registry.execute_many(
-                calls,
-                parent=parent,
-                abort=abort,
-                max_concurrent=limits.max_concurrent_tool_calls,
-                wait_seconds=limits.tool_wait_seconds,
-            )
+            with attached(traced):
+                return await registry.execute_many(
+                    calls,
+                    parent=parent,
+                    abort=abort,
+                    max_concurrent=limits.max_concurrent_tool_calls,
+                    wait_seconds=limits.tool_wait_seconds,
+                )
 
-        call_tool_now = _caller_in_thread(registry, parent, numbers, abort, real)
+        call_tool_now = _caller_in_thread(registry, parent, numbers, abort, real, traced)
         try:
             offered: dict[str, Any] = {"call_tools": call_tools, "call_tool_now": call_tool_now}
             outcome = await runner.run(
@@ -252,6 +259,7 @@ def _caller_in_thread(
     numbers: Iterator[int],
     abort: AbortSignal,
     real: Callable[[str], str],
+    traced: Context | None = None,
 ) -> SyncToolCaller | None:
     """Calls a script's thread can answer itself (sync tools, nothing that needs the loop),
     with their events delivered on the loop, in order, as every other event is."""
@@ -269,7 +277,10 @@ def _caller_in_thread(
         plain = detach(arguments)  # a copy of this call's own, whoever the caller is
         assert isinstance(plain, dict)
         call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, dumps(plain))
-        return execute_now(registry, call, parent=parent, abort=abort, emit=emit, plain=plain)
+        if traced is None:
+            return execute_now(registry, call, parent=parent, abort=abort, emit=emit, plain=plain)
+        with attached(traced):
+            return execute_now(registry, call, parent=parent, abort=abort, emit=emit, plain=plain)
 
     return call_tool_now
 

@@ -40,8 +40,11 @@ from ._results import (
     failure,
 )
 from ._schema import describe_errors, drop_optional_nulls
+from ._tracing import end_tool_span, start_tool_span, tool_context
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from ._registry import ToolRegistry
     from ._tool import Tool
 
@@ -112,11 +115,14 @@ async def execute(
     """Run ``call`` through the pipeline and return its one result."""
     started = time.perf_counter()
     registered = registry.get(call.name)
+    span = start_tool_span(
+        call.id, call.name, registered.description if registered else "", call.arguments
+    )
     if registered is None:
         result: ToolExecutionResult = failure(
             call.id, call.name, ErrorCode.UNKNOWN_TOOL, _unknown(registry, call.name)
         )
-        _finish(registry, call.id, call.name, parent, result, started)
+        _finish(registry, call.id, call.name, parent, result, started, span=span)
         return result
     invocation = _invocation(call, registered, parent)
     registry.emit(
@@ -124,17 +130,18 @@ async def execute(
     )
     emitting = _EMIT.set(registry.emit)
     try:
-        result = await _run(registry, invocation, abort)
+        with tool_context(span):
+            result = await _run(registry, invocation, abort)
     except Rejection as rejection:
         result = failure(call.id, call.name, rejection.code, rejection.message)
     except anyio.get_cancelled_exc_class():
         aborted = failure(call.id, call.name, ErrorCode.ABORTED, "the call was cancelled")
-        _finish(registry, call.id, call.name, parent, aborted, started)
+        _finish(registry, call.id, call.name, parent, aborted, started, span=span)
         raise
     finally:
         _EMIT.reset(emitting)
     result = await _run_post_hooks(registry, invocation, result)
-    _finish(registry, call.id, call.name, parent, result, started)
+    _finish(registry, call.id, call.name, parent, result, started, span=span)
     return result
 
 
@@ -189,6 +196,7 @@ def execute_now(
     verdict = decide_now(invocation)  # rules only: pure, and the same answer decide gives
     if verdict is None:
         return None
+    span = start_tool_span(call.id, call.name, registered.description, call.arguments)
     emit(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments, parent=parent))
     try:
         if plain is None:
@@ -199,13 +207,14 @@ def execute_now(
             raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
         emitting = _EMIT.set(emit)
         try:
-            raw = _invoke_now(invocation, arguments, abort)
+            with tool_context(span):
+                raw = _invoke_now(invocation, arguments, abort)
         finally:
             _EMIT.reset(emitting)
         result: ToolExecutionResult = _render(invocation, _check_output(invocation, raw))
     except Rejection as rejection:
         result = failure(call.id, call.name, rejection.code, rejection.message)
-    _finish(registry, call.id, call.name, parent, result, started, emit)
+    _finish(registry, call.id, call.name, parent, result, started, emit, span=span)
     return result
 
 
@@ -487,7 +496,11 @@ def _finish(
     result: ToolExecutionResult,
     started: float,
     emit: Callable[[DispatchEvent], None] | None = None,
+    *,
+    span: Span | None = None,
 ) -> None:
+    seconds = time.perf_counter() - started
+    end_tool_span(span, result)
     (emit or registry.emit)(
         ToolCallFinished(
             call_id=call_id,
@@ -495,7 +508,8 @@ def _finish(
             parent=parent,
             is_error=result.is_error,
             code=result.error.code if result.is_error else None,
-            seconds=time.perf_counter() - started,
+            seconds=seconds,
+            result=result,
         )
     )
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from ._results import ToolExecutionResult
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -30,6 +33,8 @@ class ToolCallFinished:
     is_error: bool
     code: str | None
     seconds: float
+    # the result itself, as the caller got it (None for a call that never ran)
+    result: ToolExecutionResult | None = field(default=None, repr=False, compare=False)
     kind: Literal["tool_call_finished"] = "tool_call_finished"
 
 

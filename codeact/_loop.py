@@ -29,6 +29,7 @@ from ._session import (
     ToolResultRecorded,
     UserMessage,
 )
+from ._tracing import agent_span, model_span, record_reply
 
 MODE_INSTRUCTIONS = {
     Mode.NATIVE: "Call the tools you are given when they help; answer in text when you are done.",
@@ -96,7 +97,9 @@ class Agent:
         retry: RetryPolicy | None = None,
         compact: Callable[[Session], bool] | None = None,
         token_budget: int | None = None,
+        name: str = "codeact",
     ) -> None:
+        self.name = name  # the agent's name in traces (gen_ai.agent.name)
         self.runtime = runtime
         self.model = model
         self.session = session or Session()
@@ -128,6 +131,10 @@ class Agent:
         Calls a resumed session left open get their synthetic results first, since every
         provider refuses a call with no result.
         """
+        with agent_span(self.name, self.model.name, self.session.id):
+            return await self._turn(text, abort)
+
+    async def _turn(self, text: str, abort: AbortSignal | None) -> str:
         self.session.repair()
         self.session.append(UserMessage(text=text))
         stop = self.runtime.registry.add_listener(self._record_nested)
@@ -201,7 +208,10 @@ class Agent:
         while True:
             attempt += 1
             try:
-                reply = await self.model.respond(self.request())
+                request = self.request()
+                with model_span(self.model, request) as span:
+                    reply = await self.model.respond(request)
+                    record_reply(span, reply)
             except ModelError as error:
                 if error.context_length and self.compact is not None and self.compact(self.session):
                     continue

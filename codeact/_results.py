@@ -110,6 +110,14 @@ class ToolExecutionSuccess:
         """Plain JSON data (mutable copies), for logs, APIs and ``json.dumps``."""
         return _plain(self)
 
+    def __repr__(self) -> str:  # the value as JSON data reads, not as frozen types
+        media = [block.type for block in self.content if not isinstance(block, TextBlock)]
+        extra = f", media={media!r}" if media else ""
+        return (
+            f"ToolExecutionSuccess(call_id={self.call_id!r}, name={self.name!r}, "
+            f"value={thaw(self.value)!r}{extra})"
+        )
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolExecutionFailure:
@@ -129,6 +137,12 @@ class ToolExecutionFailure:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (mutable copies), for logs, APIs and ``json.dumps``."""
         return _plain(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolExecutionFailure(call_id={self.call_id!r}, name={self.name!r}, "
+            f"code={self.error.code!r}, message={self.error.message!r})"
+        )
 
 
 def _plain(result: ToolExecutionSuccess | ToolExecutionFailure) -> dict[str, Any]:

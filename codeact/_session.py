@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -181,11 +182,16 @@ class Session:
     store: JsonlStore | None = None
     events: list[Event] = field(default_factory=list)
     listeners: list[Callable[[Event], None]] = field(default_factory=list)
+    # names the conversation in traces (gen_ai.conversation.id): the store's file name, or
+    # a fresh one
+    id: str = ""
 
     def __post_init__(self) -> None:
         """A store that already holds events is continued, never appended over: its events
         are loaded (sequence numbers go on from the last), or, if different events were
         given as well, refused."""
+        if not self.id:
+            self.id = self.store.path.stem if self.store is not None else uuid.uuid4().hex
         if self.store is None:
             return
         stored = self.store.load()

@@ -134,6 +134,7 @@ PUBLIC = {
         "openai_responses_input",
         "anthropic_messages",
     ],
+    "tracing": ["configure_tracing"],
     "errors": ["CodeActError", "ErrorCode", "ToolDefinitionError", "ToolError", "UsageError"],
 }
 
