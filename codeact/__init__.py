@@ -15,14 +15,31 @@ if TYPE_CHECKING:
     from ._code_mode import run_code_tool
     from ._confine import ConfinementReport
     from ._dispatch import report_progress
-    from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted, ToolProgress
+    from ._events import (
+        DispatchEvent,
+        FinalAnswer,
+        ModelRetry,
+        ScriptOutput,
+        ToolCallFinished,
+        ToolCallStarted,
+        ToolProgress,
+    )
     from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
     from ._executors import Executor, InProcessExecutor
-    from ._http_models import AnthropicModel, Delta, OpenAIChatModel
+    from ._http_models import AnthropicModel, OpenAIChatModel
     from ._invocation import Invocation
     from ._json import FrozenJson, JsonValue, thaw
-    from ._loop import Agent, Context, RetryPolicy, StepLimit, TokenBudgetExceeded
+    from ._loop import (
+        Agent,
+        AgentEvent,
+        Context,
+        RetryPolicy,
+        StepLimit,
+        TokenBudgetExceeded,
+        TurnStream,
+    )
     from ._models import (
+        Delta,
         FunctionModel,
         Model,
         ModelError,
@@ -80,8 +97,13 @@ if TYPE_CHECKING:
 
 
 _EXPORTS: dict[str, str] = {
+    "AgentEvent": "._loop",
+    "TurnStream": "._loop",
+    "ScriptOutput": "._events",
+    "ModelRetry": "._events",
+    "FinalAnswer": "._events",
     "configure_tracing": "._tracing",
-    "Delta": "._http_models",
+    "Delta": "._models",
     "to_strict": "._strict",
     "anthropic_messages": "._providers",
     "openai_chat_messages": "._providers",
@@ -194,6 +216,7 @@ __all__ = [
     "AbortSignal",
     "Action",
     "Agent",
+    "AgentEvent",
     "AnthropicModel",
     "Approver",
     "AssistantMessage",
@@ -209,6 +232,7 @@ __all__ = [
     "ErrorCode",
     "ErrorRecorded",
     "Executor",
+    "FinalAnswer",
     "FrozenJson",
     "FunctionModel",
     "ImageBlock",
@@ -223,6 +247,7 @@ __all__ = [
     "ModelExchange",
     "ModelReply",
     "ModelRequest",
+    "ModelRetry",
     "OpenAIChatModel",
     "Owner",
     "Policy",
@@ -234,6 +259,7 @@ __all__ = [
     "RulePolicy",
     "Runtime",
     "ScriptMismatch",
+    "ScriptOutput",
     "ScriptedModel",
     "Session",
     "StepLimit",
@@ -253,6 +279,7 @@ __all__ = [
     "ToolProgress",
     "ToolRegistry",
     "ToolResultRecorded",
+    "TurnStream",
     "UsageError",
     "UserMessage",
     "Verdict",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ._abort import AbortSignal
 from ._call import ToolCall
 from ._dispatch import current_invocation, execute_now, runs_now
-from ._events import EventRelay
+from ._events import EventRelay, PrintedLines
 from ._exceptions import ToolError
 from ._executors import Executor, SyncToolCaller
 from ._json import FrozenJson, JsonValue, detach, dumps
@@ -204,9 +204,19 @@ def run_code_tool(
                     wait_seconds=limits.tool_wait_seconds,
                 )
 
-        call_tool_now = _caller_in_thread(registry, parent, numbers, abort, real, traced)
+        relay = _relay(registry)  # one for the run: its events keep the order they had
+        call_tool_now = _caller_in_thread(registry, parent, numbers, abort, real, relay, traced)
+        printed = (
+            PrintedLines(parent or RUN_CODE, relay)
+            if relay is not None and registry.has_listeners()
+            else None
+        )
         try:
-            offered: dict[str, Any] = {"call_tools": call_tools, "call_tool_now": call_tool_now}
+            offered: dict[str, Any] = {
+                "call_tools": call_tools,
+                "call_tool_now": call_tool_now,
+                "on_output": printed,
+            }
             outcome = await runner.run(
                 code,
                 session=this_session,
@@ -216,6 +226,8 @@ def run_code_tool(
             )
         finally:
             abort.abort("the script ended")
+            if printed is not None:
+                printed.flush()
         session_names.update(script_names(code))
         if outcome.error is not None:
             raise ToolError(render_failure(outcome), outcome.error.code)
@@ -246,10 +258,20 @@ def run_code_tool(
     )
 
 
+def _relay(registry: ToolRegistry) -> EventRelay | None:
+    """Events emitted in a script's thread (or a worker's serving thread), delivered on the
+    loop in order; None under another event loop library, where only the loop emits."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return EventRelay(loop, registry.emit)
+
+
 def _keywords_of(function: Any) -> frozenset[str]:
     parameters = inspect.signature(function).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return frozenset({"call_tools", "call_tool_now"})
+        return frozenset({"call_tools", "call_tool_now", "on_output"})
     return frozenset(p.name for p in parameters)
 
 
@@ -259,16 +281,14 @@ def _caller_in_thread(
     numbers: Iterator[int],
     abort: AbortSignal,
     real: Callable[[str], str],
+    emit: EventRelay | None,
     traced: Context | None = None,
 ) -> SyncToolCaller | None:
     """Calls a script's thread can answer itself (sync tools, nothing that needs the loop),
-    with their events delivered on the loop, in order, as every other event is."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # another event loop library: every call goes through the loop
+    with their events delivered on the loop, in order, as every other event is; none
+    without a relay (every call then goes through the loop)."""
+    if emit is None:
         return None
-
-    emit = EventRelay(loop, registry.emit)
 
     def call_tool_now(called: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult | None:
         name = real(called)

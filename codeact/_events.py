@@ -51,8 +51,61 @@ class ToolProgress:
     kind: Literal["tool_progress"] = "tool_progress"
 
 
-DispatchEvent: TypeAlias = ToolCallStarted | ToolCallFinished | ToolProgress
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScriptOutput:
+    """A line a running script printed (the last one of a run may lack its newline),
+    delivered while the script still runs; ``call_id`` is its run_code call."""
+
+    call_id: str
+    text: str
+    name: str = "run_code"
+    parent: str | None = None
+    kind: Literal["script_output"] = "script_output"
+
+
+DispatchEvent: TypeAlias = ToolCallStarted | ToolCallFinished | ToolProgress | ScriptOutput
 EventListener: TypeAlias = Callable[[DispatchEvent], None]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelRetry:
+    """A model request failed and will be tried again after ``delay`` seconds."""
+
+    attempt: int
+    message: str
+    delay: float
+    kind: Literal["model_retry"] = "model_retry"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FinalAnswer:
+    """The turn ended with the model's text answer."""
+
+    text: str
+    kind: Literal["final_answer"] = "final_answer"
+
+
+class PrintedLines:
+    """Printed text, in whatever pieces a script prints it, passed on as whole lines."""
+
+    def __init__(self, call_id: str, emit: EventListener) -> None:
+        self._call_id = call_id
+        self._emit = emit
+        self._partial = ""
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> None:
+        with self._lock:
+            *lines, self._partial = (self._partial + text).split("\n")
+        for line in lines:
+            self._emit(ScriptOutput(call_id=self._call_id, text=line + "\n"))
+
+    def flush(self) -> None:
+        """The last line, printed without a newline, once the run has ended."""
+        with self._lock:
+            rest, self._partial = self._partial, ""
+        if rest:
+            self._emit(ScriptOutput(call_id=self._call_id, text=rest))
 
 
 class EventRelay:
@@ -94,6 +147,10 @@ __all__ = [
     "DispatchEvent",
     "EventListener",
     "EventRelay",
+    "FinalAnswer",
+    "ModelRetry",
+    "PrintedLines",
+    "ScriptOutput",
     "ToolCallFinished",
     "ToolCallStarted",
     "ToolProgress",

@@ -30,6 +30,8 @@ IDLE_SECONDS = 300.0
 AsyncToolCaller = Callable[[str, dict[str, JsonValue]], Awaitable[ToolExecutionResult]]
 # A call answered in the calling thread, or None when it needs the event loop.
 SyncToolCaller = Callable[[str, dict[str, JsonValue]], ToolExecutionResult | None]
+# What a script prints, as it prints it (any thread; the text of one print call)
+OutputListener = Callable[[str], None]
 # The calls a script's async code made together, answered together, in order.
 AsyncBatchCaller = Callable[
     [list[tuple[str, dict[str, JsonValue]]]], Awaitable[list[ToolExecutionResult]]
@@ -48,6 +50,7 @@ class Executor(Protocol):
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None = None,
         call_tool_now: SyncToolCaller | None = None,
+        on_output: OutputListener | None = None,
     ) -> ScriptOutcome: ...
 
     async def reset(self, session: str) -> None: ...
@@ -215,10 +218,13 @@ class InProcessExecutor:
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None = None,
         call_tool_now: SyncToolCaller | None = None,
+        on_output: OutputListener | None = None,
     ) -> ScriptOutcome:
         return await self._gates.run(
             session,
-            lambda: self._run(source, session, tools, call_tool, call_tools, call_tool_now),
+            lambda: self._run(
+                source, session, tools, call_tool, call_tools, call_tool_now, on_output
+            ),
         )
 
     async def _run(
@@ -229,6 +235,7 @@ class InProcessExecutor:
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None,
         call_tool_now: SyncToolCaller | None = None,
+        on_output: OutputListener | None = None,
     ) -> ScriptOutcome:
         sandbox = self.sandbox(session)
         thread = self._script_threads.get(session)
@@ -274,7 +281,11 @@ class InProcessExecutor:
 
         def run_script() -> ScriptOutcome:
             return sandbox.run(
-                source, tools=tools, call_tool=call_from_script, call_tools=batch_from_script
+                source,
+                tools=tools,
+                call_tool=call_from_script,
+                call_tools=batch_from_script,
+                on_output=on_output,
             )
 
         try:
@@ -321,6 +332,7 @@ __all__ = [
     "AsyncToolCaller",
     "Executor",
     "InProcessExecutor",
+    "OutputListener",
     "QueueFull",
     "SessionGates",
     "SyncToolCaller",

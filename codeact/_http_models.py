@@ -16,16 +16,22 @@ import email.utils
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 import anyio.lowlevel
 import httpx
 
 from ._call import ToolCall
-from ._models import ModelError, ModelReply, ModelRequest
+from ._models import (
+    Delta,
+    DeltaListener,
+    ModelError,
+    ModelReply,
+    ModelRequest,
+    tell_whole_reply,
+)
 from ._providers import anthropic_messages, anthropic_tools, openai_chat_messages, openai_chat_tools
 from ._sse import sse_data
 
@@ -37,19 +43,6 @@ _CONTEXT_MARKERS = (
     "prompt is too long",
     "too many tokens",
 )
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Delta:
-    """A piece of a streamed reply: text, or part of a tool call's arguments."""
-
-    kind: Literal["text", "tool_call"]
-    text: str = ""
-    call_index: int = 0
-    name: str = ""
-
-
-DeltaListener = Callable[[Delta], None]
 
 
 class _HttpModel:
@@ -131,9 +124,15 @@ class _HttpModel:
                 f"the connection failed: {type(error).__name__}: {error}", retryable=True
             ) from None
 
-    def _emit(self, delta: Delta) -> None:
-        if self.on_delta is not None:
-            self.on_delta(delta)
+    def _emitter(self, request: ModelRequest) -> DeltaListener:
+        """Where this request's deltas go: the model's listener and the request's own."""
+        listeners = [f for f in (self.on_delta, request.on_delta) if f is not None]
+
+        def emit(delta: Delta) -> None:
+            for listener in listeners:
+                listener(delta)
+
+        return emit
 
 
 class OpenAIChatModel(_HttpModel):
@@ -209,10 +208,12 @@ class OpenAIChatModel(_HttpModel):
     async def respond(self, request: ModelRequest) -> ModelReply:
         async with self._post("/chat/completions", self.request_body(request)) as response:
             if self.stream:
-                return await self._read_stream(response)
-            return _openai_reply(_json(await response.aread()))
+                return await self._read_stream(response, self._emitter(request))
+            reply = _openai_reply(_json(await response.aread()))
+            tell_whole_reply(request, reply)
+            return reply
 
-    async def _read_stream(self, response: httpx.Response) -> ModelReply:
+    async def _read_stream(self, response: httpx.Response, emit: DeltaListener) -> ModelReply:
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage: dict[str, Any] = {}
@@ -227,7 +228,7 @@ class OpenAIChatModel(_HttpModel):
                 delta = choice.get("delta") or {}
                 if delta.get("content"):
                     text.append(delta["content"])
-                    self._emit(Delta(kind="text", text=delta["content"]))
+                    emit(Delta(kind="text", text=delta["content"]))
                 for part in delta.get("tool_calls") or ():
                     slot = calls.setdefault(
                         int(part.get("index", 0)), {"id": "", "name": "", "arguments": ""}
@@ -236,7 +237,7 @@ class OpenAIChatModel(_HttpModel):
                     slot["id"] = part.get("id") or slot["id"]
                     slot["name"] += function.get("name") or ""
                     slot["arguments"] += function.get("arguments") or ""
-                    self._emit(
+                    emit(
                         Delta(
                             kind="tool_call",
                             text=function.get("arguments") or "",
@@ -344,10 +345,12 @@ class AnthropicModel(_HttpModel):
     async def respond(self, request: ModelRequest) -> ModelReply:
         async with self._post("/v1/messages", self.request_body(request)) as response:
             if self.stream:
-                return await self._read_stream(response)
-            return _anthropic_reply(_json(await response.aread()))
+                return await self._read_stream(response, self._emitter(request))
+            reply = _anthropic_reply(_json(await response.aread()))
+            tell_whole_reply(request, reply)
+            return reply
 
-    async def _read_stream(self, response: httpx.Response) -> ModelReply:
+    async def _read_stream(self, response: httpx.Response, emit: DeltaListener) -> ModelReply:
         text: list[str] = []
         blocks: dict[int, dict[str, str]] = {}
         usage: dict[str, Any] = {}
@@ -368,12 +371,12 @@ class AnthropicModel(_HttpModel):
                 delta = event.get("delta") or {}
                 if delta.get("type") == "text_delta":
                     text.append(delta.get("text", ""))
-                    self._emit(Delta(kind="text", text=delta.get("text", "")))
+                    emit(Delta(kind="text", text=delta.get("text", "")))
                 elif delta.get("type") == "input_json_delta":
                     index = int(event.get("index", 0))
                     slot = blocks.setdefault(index, {"id": "", "name": "", "input": ""})
                     slot["input"] += delta.get("partial_json", "")
-                    self._emit(
+                    emit(
                         Delta(
                             kind="tool_call",
                             text=delta.get("partial_json", ""),

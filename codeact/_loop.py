@@ -8,15 +8,26 @@ and keeps what was recorded, inventing nothing.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TypeAlias
 
 import anyio
 
 from ._abort import AbortSignal
-from ._events import DispatchEvent, ToolCallFinished, ToolCallStarted
-from ._models import Model, ModelError, ModelReply, ModelRequest
+from ._events import (
+    DispatchEvent,
+    FinalAnswer,
+    ModelRetry,
+    ScriptOutput,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolProgress,
+)
+from ._models import Delta, Model, ModelError, ModelReply, ModelRequest
 from ._modes import Mode, Runtime
 from ._results import ImageBlock
 from ._session import (
@@ -30,6 +41,19 @@ from ._session import (
     UserMessage,
 )
 from ._tracing import agent_span, model_span, record_reply
+
+# What the log keeps of each result a script's call got (the model reads the script's
+# own result; this is for whoever reads the log).
+MAX_NESTED_CONTENT = 2_000
+AgentEvent: TypeAlias = (
+    Delta
+    | ToolCallStarted
+    | ToolCallFinished
+    | ToolProgress
+    | ScriptOutput
+    | ModelRetry
+    | FinalAnswer
+)
 
 MODE_INSTRUCTIONS = {
     Mode.NATIVE: "Call the tools you are given when they help; answer in text when you are done.",
@@ -100,6 +124,9 @@ class Agent:
         name: str = "codeact",
     ) -> None:
         self.name = name  # the agent's name in traces (gen_ai.agent.name)
+        self._listeners: list[Callable[[AgentEvent], None]] = []
+        self._sinks: list[Callable[[AgentEvent], None]] = []  # streams of turns running
+        self._turn_calls: set[str] = set()  # this turn's calls: others' events are not ours
         self.runtime = runtime
         self.model = model
         self.session = session or Session()
@@ -123,6 +150,7 @@ class Agent:
             messages=tuple(self.session.history()),
             tools=tuple(self.runtime.schemas(self.mode)),
             mode=str(self.mode),
+            on_delta=self._tell,
         )
 
     async def run(self, text: str, *, abort: AbortSignal | None = None) -> str:
@@ -134,17 +162,43 @@ class Agent:
         with agent_span(self.name, self.model.name, self.session.id):
             return await self._turn(text, abort)
 
+    def stream(self, text: str, *, abort: AbortSignal | None = None) -> TurnStream:
+        """One user turn, its events as they happen::
+
+            async with agent.stream("...") as events:
+                async for event in events:
+                    ...
+
+        Model text deltas (``Delta``), calls starting and finishing (nested ones with their
+        ``parent``), progress, a script's printed lines (``ScriptOutput``) while it runs,
+        retries (``ModelRetry``), then the ``FinalAnswer``. A fault of the turn is raised
+        from the iteration once the events before it are read.
+        """
+        return TurnStream(self, text, abort)
+
+    def add_listener(self, listener: Callable[[AgentEvent], None]) -> Callable[[], None]:
+        """Receive the events of every turn (what ``stream`` yields); returns the remover."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _tell(self, event: AgentEvent) -> None:
+        for listener in (*self._listeners, *self._sinks):
+            listener(event)
+
     async def _turn(self, text: str, abort: AbortSignal | None) -> str:
         self.session.repair()
         self.session.append(UserMessage(text=text))
-        stop = self.runtime.registry.add_listener(self._record_nested)
+        self._turn_calls = set()
+        stop = self.runtime.registry.add_listener(self._on_dispatch)
         try:
             for _ in range(self.max_steps):
                 reply = await self._ask()
                 self.session.append(AssistantMessage(text=reply.text))
                 self._check_budget()
                 if not reply.tool_calls:
+                    self._tell(FinalAnswer(text=reply.text))
                     return reply.text
+                self._turn_calls.update(call.id for call in reply.tool_calls)
                 await self._run_calls(reply, abort)
                 if abort is not None and abort.aborted:
                     self.session.append(AbortRecorded(reason=abort.reason or "aborted"))
@@ -227,6 +281,7 @@ class Agent:
                     )
                     raise
                 self.session.append(ErrorRecorded(message=error.message, retryable=True))
+                self._tell(ModelRetry(attempt=attempt, message=error.message, delay=delay))
                 await anyio.sleep(delay)
                 continue
             except Exception as error:  # a fault of the adapter itself: recorded, then raised
@@ -245,10 +300,16 @@ class Agent:
             )
             return reply
 
-    def _record_nested(self, event: DispatchEvent) -> None:
-        """Calls made from scripts, recorded with their run_code call as parent."""
+    def _on_dispatch(self, event: DispatchEvent) -> None:
+        """Events of this turn's calls (a registry may serve other agents too): passed on,
+        and the calls scripts make recorded with their run_code call as parent."""
         if event.parent is None:
+            if event.call_id in self._turn_calls:
+                self._tell(event)
             return
+        if event.parent not in self._turn_calls:
+            return
+        self._tell(event)
         if isinstance(event, ToolCallStarted):
             self.session.append(
                 ToolCallRecorded(
@@ -274,7 +335,7 @@ class Agent:
                     name=event.name,
                     is_error=event.is_error,
                     code=event.code,
-                    content="",
+                    content=_bounded(event.result.text) if event.result is not None else "",
                     parent=event.parent,
                 )
             )
@@ -284,4 +345,74 @@ class Agent:
         return self.runtime._blocking().call(lambda: self.run(text))
 
 
-__all__ = ["Agent", "Context", "RetryPolicy", "StepLimit", "TokenBudgetExceeded"]
+def _bounded(text: str) -> str:
+    """What a script's call returned, as the log keeps it."""
+    if len(text) <= MAX_NESTED_CONTENT:
+        return text
+    return text[:MAX_NESTED_CONTENT] + f"\n[... {len(text) - MAX_NESTED_CONTENT:,} more characters]"
+
+
+class TurnStream:
+    """One turn run in a task of its own, its events read as they come (``Agent.stream``)."""
+
+    def __init__(self, agent: Agent, text: str, abort: AbortSignal | None) -> None:
+        self._agent = agent
+        self._text = text
+        self._abort = abort
+        self.answer: str | None = None  # the final text, once the turn has ended
+        self._failure: Exception | None = None
+        self._send, self._receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        self._tasks = anyio.create_task_group()
+
+    async def __aenter__(self) -> TurnStream:
+        await self._tasks.__aenter__()
+        self._tasks.start_soon(self._drive)
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        self._tasks.cancel_scope.cancel()  # a reader that stopped early ends the turn
+        try:
+            # the reader's own exception is not the turn's: it passes on unwrapped
+            await self._tasks.__aexit__(None, None, None)
+        finally:
+            self._receive.close()
+        return None
+
+    async def _drive(self) -> None:
+        sink = self._send.send_nowait
+        self._agent._sinks.append(sink)
+        try:
+            self.answer = await self._agent.run(self._text, abort=self._abort)
+        except Exception as error:  # read by the consumer, after the events before it
+            self._failure = error
+        finally:
+            self._agent._sinks.remove(sink)
+            self._send.close()
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            if self._failure is not None:
+                failure, self._failure = self._failure, None
+                raise failure from None
+            raise StopAsyncIteration from None
+
+
+__all__ = [
+    "Agent",
+    "AgentEvent",
+    "Context",
+    "RetryPolicy",
+    "StepLimit",
+    "TokenBudgetExceeded",
+    "TurnStream",
+]

@@ -5,20 +5,44 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ._call import ToolCall
 from ._json import JsonValue
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Delta:
+    """A piece of a streamed reply: text, or part of a tool call's arguments."""
+
+    kind: Literal["text", "tool_call"]
+    text: str = ""
+    call_index: int = 0
+    name: str = ""
+
+
+DeltaListener = Callable[[Delta], None]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ModelRequest:
-    """Everything sent to a model for one step."""
+    """Everything sent to a model for one step.
+
+    ``on_delta`` (not part of what is sent) takes the reply's pieces as they stream in;
+    a model that does not stream gives its whole text as one piece.
+    """
 
     system: str
     messages: tuple[dict[str, Any], ...]
     tools: tuple[dict[str, JsonValue], ...]
     mode: str
+    on_delta: DeltaListener | None = field(default=None, compare=False, repr=False)
+
+
+def tell_whole_reply(request: ModelRequest, reply: ModelReply) -> None:
+    """A model that does not stream: its text reaches ``on_delta`` in one piece."""
+    if request.on_delta is not None and reply.text:
+        request.on_delta(Delta(kind="text", text=reply.text))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,6 +104,7 @@ class ScriptedModel:
                 raise ScriptMismatch(
                     f"reply calls {call.name!r}, not advertised: {sorted(advertised)}"
                 )
+        tell_whole_reply(request, reply)
         return reply
 
 
@@ -95,10 +120,13 @@ class FunctionModel:
         if inspect.isawaitable(reply):
             reply = await reply
         assert isinstance(reply, ModelReply)
+        tell_whole_reply(request, reply)
         return reply
 
 
 __all__ = [
+    "Delta",
+    "DeltaListener",
     "FunctionModel",
     "Model",
     "ModelError",

@@ -36,6 +36,7 @@ from ._executors import (
     SCRIPT_THREADS,
     AsyncBatchCaller,
     AsyncToolCaller,
+    OutputListener,
     SessionGates,
     SyncToolCaller,
     bounded_batch_caller,
@@ -219,6 +220,7 @@ class Worker:
         call_tools: AsyncBatchCaller | None = None,
         call_tool_now: SyncToolCaller | None = None,
         threads: anyio.CapacityLimiter | None = None,
+        on_output: OutputListener | None = None,
     ) -> ScriptOutcome:
         """Run one script; tool calls are answered until the worker says it is done.
 
@@ -241,13 +243,20 @@ class Worker:
                 anyio.lowlevel.current_token(),
             ),
             deadline=time.monotonic() + limits.wall_seconds + KILL_GRACE_SECONDS,
+            on_output=on_output,
         )
         self._aborting = False
         try:
-            run = {"op": "run", "source": source, "tools": {k: list(v) for k, v in tools.items()}}
+            run: dict[str, Any] = {
+                "op": "run",
+                "source": source,
+                "tools": {k: list(v) for k, v in tools.items()},
+            }
+            if on_output is not None:
+                run["stream_output"] = True
             if not self._send_at_once(run):
                 await anyio.to_thread.run_sync(self._send, run, abandon_on_cancel=True)
-            first = await self._first_message(serving.deadline)
+            first = await self._first_message(serving)
             if first.get("op") == "done":
                 return self._outcome_of(first)
             self._served.clear()
@@ -273,9 +282,10 @@ class Worker:
         finally:
             self.last_used = time.monotonic()
 
-    async def _first_message(self, deadline: float) -> dict[str, Any]:
-        """The worker's first message of a run, waited for on the loop."""
-        with anyio.fail_after(max(deadline - time.monotonic(), 0)):
+    async def _first_message(self, serving: _Serving) -> dict[str, Any]:
+        """The worker's first message of a run other than printed output (which is passed
+        on as it comes), waited for on the loop."""
+        with anyio.fail_after(max(serving.deadline - time.monotonic(), 0)):
             while True:
                 await anyio.wait_readable(self._pipe.read_fd)
                 try:
@@ -285,7 +295,7 @@ class Worker:
                 except Garbled:
                     self._kill_now()
                     raise WorkerLost("the worker sent a message the host could not read") from None
-                if message is not None:
+                if message is not None and not serving.printed(message):
                     return message
 
     def _outcome_of(self, message: dict[str, Any]) -> ScriptOutcome:
@@ -306,6 +316,9 @@ class Worker:
                 op = message.get("op")
                 if op == "done":
                     return self._outcome_of(message)
+                if serving.printed(message):
+                    message = None
+                    continue
                 if op == "call":
                     calls = [_asked_call(message)]
                 elif op == "calls" and type(message.get("calls")) is list:
@@ -420,6 +433,20 @@ class _Serving:
     answers: _Answers
     deadline: float
     records: list[ToolCallRecord] = field(default_factory=list)
+    on_output: OutputListener | None = None
+    output_chars: int = 0
+
+    def printed(self, message: dict[str, Any]) -> bool:
+        """Was ``message`` printed output (passed on, up to the output limit: the worker
+        is not trusted to keep to it)?"""
+        if message.get("op") != "output":
+            return False
+        text = message.get("text")
+        room = self.limits.max_output_chars - self.output_chars
+        if self.on_output is not None and type(text) is str and room > 0:
+            self.output_chars += len(text[:room])
+            self.on_output(text[:room])
+        return True
 
 
 class _Answers:
@@ -599,11 +626,14 @@ class ProcessExecutor:
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None = None,
         call_tool_now: SyncToolCaller | None = None,
+        on_output: OutputListener | None = None,
     ) -> ScriptOutcome:
         # one run per session, in arrival order
         return await self._gates.run(
             session,
-            lambda: self._run(source, session, tools, call_tool, call_tools, call_tool_now),
+            lambda: self._run(
+                source, session, tools, call_tool, call_tools, call_tool_now, on_output
+            ),
         )
 
     async def _run(
@@ -614,6 +644,7 @@ class ProcessExecutor:
         call_tool: AsyncToolCaller,
         call_tools: AsyncBatchCaller | None,
         call_tool_now: SyncToolCaller | None,
+        on_output: OutputListener | None = None,
     ) -> ScriptOutcome:
         try:
             worker = await self._worker_for(session)
@@ -621,7 +652,14 @@ class ProcessExecutor:
             return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
         try:
             outcome = await worker.run(
-                source, tools, call_tool, self.limits, call_tools, call_tool_now, self._threads
+                source,
+                tools,
+                call_tool,
+                self.limits,
+                call_tools,
+                call_tool_now,
+                self._threads,
+                on_output=on_output,
             )
         finally:
             if worker.dead and self._sessions.get(session) is worker:

@@ -174,6 +174,10 @@ class ToolRegistry:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
+    def has_listeners(self) -> bool:
+        """Would an event emitted here reach anyone (here or in a parent)?"""
+        return bool(self._listeners) or (self.parent is not None and self.parent.has_listeners())
+
     def emit(self, event: DispatchEvent) -> None:
         for listener in self._listeners:
             listener(event)

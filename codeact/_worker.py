@@ -153,6 +153,9 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
             for item in results
         ]
 
+    def print_to_host(text: str) -> None:  # what the script prints, as it prints it
+        channel.send({"op": "output", "text": text})
+
     channel.send({"op": "ready", "confinement": report.to_json()})
     while True:
         message = channel.receive()
@@ -160,7 +163,11 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         if op == "run":
             tools = {name: tuple(params) for name, params in message.get("tools", {}).items()}
             outcome = sandbox.run(
-                message["source"], tools=tools, call_tool=call_tool, call_tools=call_tools
+                message["source"],
+                tools=tools,
+                call_tool=call_tool,
+                call_tools=call_tools,
+                on_output=print_to_host if message.get("stream_output") else None,
             )
             channel.send_encoded(_done(outcome))
         elif op == "reset":

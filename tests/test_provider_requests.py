@@ -21,7 +21,9 @@ from pydantic import TypeAdapter
 from codeact import (
     Agent,
     AnthropicModel,
+    Delta,
     ErrorRecorded,
+    FinalAnswer,
     FunctionModel,
     InProcessExecutor,
     Mode,
@@ -396,3 +398,28 @@ def test_a_call_with_no_text_keeps_its_call_and_sends_no_empty_text() -> None:
     (chat,) = [m for m in openai_chat_messages(history) if m["role"] == "assistant"]
     assert chat["content"] is None
     assert chat["tool_calls"][0]["id"] == "c"
+
+
+def test_a_streamed_reply_reaches_the_turns_stream_piece_by_piece(endpoint: str) -> None:
+    Endpoint.replies = [
+        openai_stream(
+            {"choices": [{"index": 0, "delta": {"content": "Hel"}}]},
+            {"choices": [{"index": 0, "delta": {"content": "lo"}}]},
+        )
+    ]
+    model = OpenAIChatModel(model="m", base_url=f"{endpoint}/v1", api_key="k")
+    agent = Agent(runtime(), model, mode=Mode.NATIVE)
+
+    async def read() -> list[object]:
+        seen: list[object] = []
+        async with model, agent.stream("hi") as events:
+            async for event in events:
+                seen.append(event)
+        return seen
+
+    seen = anyio.run(read)
+    assert seen == [
+        Delta(kind="text", text="Hel"),
+        Delta(kind="text", text="lo"),
+        FinalAnswer(text="Hello"),
+    ]

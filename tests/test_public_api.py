@@ -87,7 +87,17 @@ PUBLIC = {
         "ask",
         "deny",
     ],
-    "events": ["DispatchEvent", "ToolCallStarted", "ToolCallFinished", "ToolProgress"],
+    "events": [
+        "DispatchEvent",
+        "ToolCallStarted",
+        "ToolCallFinished",
+        "ToolProgress",
+        "ScriptOutput",
+        "AgentEvent",
+        "ModelRetry",
+        "FinalAnswer",
+        "TurnStream",
+    ],
     "the loop and its terminal errors": [
         "Agent",
         "Context",

@@ -6,6 +6,7 @@ import asyncio
 import difflib
 import gc
 import inspect
+import logging
 import math
 import sys
 import threading
@@ -58,6 +59,7 @@ class _Run:
     output_truncated: bool = False
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     monitor: RunMonitor | None = None
+    on_output: Callable[[str], None] | None = None
 
 
 class BoundTool:
@@ -194,11 +196,13 @@ class Sandbox:
         tools: Mapping[str, tuple[str, ...]] | None = None,
         call_tool: ToolCaller | None = None,
         call_tools: ToolBatchCaller | None = None,
+        on_output: Callable[[str], None] | None = None,
     ) -> ScriptOutcome:
         """Run ``source``; ``tools`` maps each bound tool's name to its parameter order.
 
         ``call_tools`` answers the calls async code makes together in one crossing;
-        without it they are answered one by one through ``call_tool``.
+        without it they are answered one by one through ``call_tool``. ``on_output`` is
+        given the text of each print as the script prints it (in the script's thread).
         """
         limits = self.limits
         if len(source) > limits.max_source_chars:
@@ -230,7 +234,9 @@ class Sandbox:
                 error=ScriptError(code=ErrorCode.CODE_RUNTIME_ERROR, message=message)
             )
         try:
-            return self._execute(compiled.code, source, tools or {}, call_tool, call_tools)
+            return self._execute(
+                compiled.code, source, tools or {}, call_tool, call_tools, on_output
+            )
         finally:
             self._lock.release()
 
@@ -256,8 +262,11 @@ class Sandbox:
         tools: Mapping[str, tuple[str, ...]],
         call_tool: ToolCaller | None,
         call_tools: ToolBatchCaller | None = None,
+        on_output: Callable[[str], None] | None = None,
     ) -> ScriptOutcome:
-        run = _Run(limits=self.limits, call_tool=call_tool, call_tools=call_tools)
+        run = _Run(
+            limits=self.limits, call_tool=call_tool, call_tools=call_tools, on_output=on_output
+        )
         scope = self.globals
         scope.update(self._run_globals(run))
         for name, parameters in tools.items():
@@ -351,11 +360,32 @@ class Sandbox:
             run.output.append(text[: max(room, 0)])
             run.output_chars += max(room, 0)
             run.output_truncated = True
+            self._forward(run, text[: max(room, 0)])
             raise LimitExceeded(
                 "output", f"the script printed more than {run.limits.max_output_chars:,} characters"
             )
         run.output.append(text)
         run.output_chars += len(text)
+        self._forward(run, text)
+
+    @staticmethod
+    def _forward(run: _Run, text: str) -> None:
+        """Printed text to the host's listener, as it is printed. Host code runs here, so
+        the run is paused (no interrupt lands in it), and its failure is never raised into
+        the script (a host exception, frames and all, is what an escape starts from)."""
+        listener = run.on_output
+        if listener is None or not text:
+            return
+        monitor = run.monitor
+        if monitor is not None:
+            monitor.pause()
+        try:
+            listener(text)
+        except Exception:
+            logging.getLogger("codeact").exception("an output listener failed")
+        finally:
+            if monitor is not None:
+                monitor.resume()
 
     def _emit(self, text: str) -> None:
         """Text a facade prints (pprint.pprint), where the script's print goes."""
