@@ -18,6 +18,7 @@ from . import (
     load,
     peers,
     runtime,
+    tracing,
 )
 
 for module in (
@@ -29,6 +30,7 @@ for module in (
     confinement,
     load,
     advertisement,
+    tracing,
     peers,
 ):
     module.main()

@@ -97,6 +97,11 @@ class WorkerPipe:
     def read_fd(self) -> int:
         return self._read_fd
 
+    def buffered(self) -> bool:
+        """Is a whole message already read and waiting (so polling the pipe would wait for
+        the one after it)?"""
+        return self._buffer.find(b"\n") >= 0
+
     def receive_available(self) -> dict[str, Any] | None:
         """After the read end polled readable: one read, and the message if it is whole."""
         with self._using():

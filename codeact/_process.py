@@ -287,7 +287,8 @@ class Worker:
         on as it comes), waited for on the loop."""
         with anyio.fail_after(max(serving.deadline - time.monotonic(), 0)):
             while True:
-                await anyio.wait_readable(self._pipe.read_fd)
+                if not self._pipe.buffered():  # one read may have brought two messages
+                    await anyio.wait_readable(self._pipe.read_fd)
                 try:
                     message = self._pipe.receive_available()
                 except PipeClosed:

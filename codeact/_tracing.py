@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -35,6 +35,7 @@ CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 MAX_CONTENT_CHARS = 8_000  # a recorded message or result beyond this is cut
 
 _UNSET: Any = object()
+_NOTHING: AbstractContextManager[None] = nullcontext()  # stateless: shared by every call
 
 
 class _State:
@@ -105,13 +106,14 @@ def current_context() -> Context | None:
     return context.get_current()
 
 
-@contextmanager
-def attached(captured: Context | None) -> Iterator[None]:
+def attached(captured: Context | None) -> AbstractContextManager[None]:
     """``captured`` current for a call dispatched on another thread or task than the one
     that captured it (a script's call, answered where run_code's context is not)."""
-    if captured is None:
-        yield
-        return
+    return _NOTHING if captured is None else _attach(captured)
+
+
+@contextmanager
+def _attach(captured: Context) -> Iterator[None]:
     from opentelemetry import context
 
     token = context.attach(captured)
@@ -160,19 +162,14 @@ def end_tool_span(span: Span | None, result: ToolExecutionResult) -> None:
     span.end()
 
 
-@contextmanager
-def tool_context(span: Span | None) -> Iterator[None]:
-    """``span`` current while the tool body runs, so what it does is its child."""
+def tool_context(span: Span | None) -> AbstractContextManager[None]:
+    """``span`` current while the tool body runs, so what it does is its child (with no
+    span, a shared do-nothing context: this is on every call's path)."""
     if span is None:
-        yield
-        return
-    from opentelemetry import context, trace
+        return _NOTHING
+    from opentelemetry import trace
 
-    token = context.attach(trace.set_span_in_context(span))
-    try:
-        yield
-    finally:
-        context.detach(token)
+    return _attach(trace.set_span_in_context(span))
 
 
 # Agent turns and model requests ----------------------------------------------------------

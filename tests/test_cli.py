@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -206,3 +207,45 @@ def test_a_bad_limit_is_a_usage_error(tmp_path: Path, value: str) -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "--wall-seconds" in done.stderr
+
+
+def run_with_terminal_stderr(*args: str) -> tuple[int, str, str]:
+    """``python -m codeact ARGS`` with stderr on a pseudo-terminal; (status, stdout, stderr)."""
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "codeact", *args],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(TESTS)},
+        )
+        os.close(follower)
+        follower = -1
+        terminal = bytearray()
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the other side closed: the process is done writing
+                break
+            if not chunk:
+                break
+            terminal += chunk
+        stdout, _ = process.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    return process.returncode, stdout, terminal.decode(errors="replace")
+
+
+def test_compare_shows_progress_on_a_terminal_and_is_quiet_in_a_pipe() -> None:
+    status, stdout, terminal = run_with_terminal_stderr("compare", "--tasks", "2")
+    assert status == 0, terminal
+    assert "\r  1/2 tasks" in terminal
+    assert "2/2 tasks  (native 2/2 ok" in terminal
+    assert "code 2/2 ok" in terminal
+    assert "tasks" not in stdout.splitlines()[-1]  # the results stay clean of it
+    piped = codeact("compare", "--tasks", "2")
+    assert piped.returncode == 0
+    assert piped.stderr == ""

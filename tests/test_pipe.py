@@ -105,3 +105,15 @@ def _capture(pipe: WorkerPipe, outcome: list[BaseException]) -> None:
         pipe.receive(30)
     except BaseException as error:  # what the waiting thread saw
         outcome.append(error)
+
+
+def test_two_messages_in_one_read_are_both_delivered_without_polling_again(
+    ends: tuple[WorkerPipe, int, int],
+) -> None:
+    pipe, _, worker_writes = ends
+    os.write(worker_writes, b'{"op": "output", "text": "x"}\n{"op": "call", "name": "f"}\n')
+    assert not pipe.buffered()
+    assert pipe.receive_available() == {"op": "output", "text": "x"}
+    assert pipe.buffered()  # polling the pipe now would wait for a third message
+    assert pipe.receive_available() == {"op": "call", "name": "f"}
+    assert not pipe.buffered()

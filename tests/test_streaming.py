@@ -188,7 +188,7 @@ async def test_two_agents_on_one_runtime_see_only_their_own_events() -> None:
     for n, agent in enumerate(agents):
         tag = f"agent{n}"
         ids = {getattr(e, "call_id", None) for e in streams[tag]} - {None}
-        assert ids == {f"{tag}-run", f"{tag}-run.1"}
+        assert ids == {f"{tag}-run", f"{tag}-run.1"}, (streams[tag], agent.session.events)
         outputs = [e.text for e in streams[tag] if isinstance(e, ScriptOutput)]
         assert outputs == [f"{tag}\n"]
         logged = {getattr(e, "call_id", None) for e in agent.session.events} - {None}

@@ -21,6 +21,7 @@ from .._http_models import OpenAIChatModel
 from .._loop import Agent, StepLimit
 from .._models import Model, ModelError, ModelReply, ModelRequest
 from .._modes import Runtime
+from .._progress import Progress
 from .._registry import ToolRegistry
 from .._session import ModelExchange, ToolCallRecorded, ToolResultRecorded
 from .behaviour import MODE_OF_STYLE, STYLES, plan_model
@@ -155,14 +156,18 @@ async def run_suite(
     name, count = tokenizer()
     results = []
     chosen = list(tasks)
-    for number, task in enumerate(chosen, 1):
-        for style in styles:
-            for _ in range(repeats):
-                results.append(await run_task(task, style, count, model=model))
-        if sys.stderr.isatty():
-            print(f"\r  {number}/{len(chosen)} tasks", end="", file=sys.stderr, flush=True)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    styles = list(styles)
+    progress = Progress(len(chosen), styles)  # on a terminal only
+    try:
+        for task in chosen:
+            for style in styles:
+                for _ in range(repeats):
+                    result = await run_task(task, style, count, model=model)
+                    results.append(result)
+                    progress.record(style, result.success)
+            progress.task_done()
+    finally:
+        progress.close()
     return name, results
 
 
