@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ._abort import AbortSignal
     from ._call import ToolCall, parse_arguments
     from ._code_mode import run_code_tool
+    from ._compare import Comparison, ComparisonTask, Interval, RunRecord, compare
     from ._confine import ConfinementReport
     from ._dispatch import report_progress
     from ._events import (
@@ -92,11 +93,20 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from ._strict import to_strict
+    from ._suite.real import Cassette, CassetteMismatch, CassetteModel
     from ._tool import Tool, tool
     from ._tracing import configure_tracing
 
 
 _EXPORTS: dict[str, str] = {
+    "compare": "._compare",
+    "Comparison": "._compare",
+    "ComparisonTask": "._compare",
+    "RunRecord": "._compare",
+    "Interval": "._compare",
+    "Cassette": "._suite.real",
+    "CassetteModel": "._suite.real",
+    "CassetteMismatch": "._suite.real",
     "AgentEvent": "._loop",
     "TurnStream": "._loop",
     "ScriptOutput": "._events",
@@ -221,7 +231,12 @@ __all__ = [
     "Approver",
     "AssistantMessage",
     "AudioBlock",
+    "Cassette",
+    "CassetteMismatch",
+    "CassetteModel",
     "CodeActError",
+    "Comparison",
+    "ComparisonTask",
     "ConfinementReport",
     "ContentBlock",
     "Context",
@@ -237,6 +252,7 @@ __all__ = [
     "FunctionModel",
     "ImageBlock",
     "InProcessExecutor",
+    "Interval",
     "Invocation",
     "JsonValue",
     "JsonlStore",
@@ -257,6 +273,7 @@ __all__ = [
     "RetryPolicy",
     "Rule",
     "RulePolicy",
+    "RunRecord",
     "Runtime",
     "ScriptMismatch",
     "ScriptOutput",
@@ -291,6 +308,7 @@ __all__ = [
     "calls_from_anthropic",
     "calls_from_openai_chat",
     "calls_from_openai_responses",
+    "compare",
     "configure_tracing",
     "deny",
     "openai_chat_messages",

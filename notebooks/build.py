@@ -1,7 +1,13 @@
-"""Builds (and executes) notebooks/native_vs_code.ipynb: ``python notebooks/build.py``."""
+"""Builds (and executes) the notebooks: ``python notebooks/build.py``.
+
+- ``native_vs_code.ipynb``: the built-in offline suite through the public comparison API.
+- ``your_own_tools.ipynb``: a small shop's tools and five tasks, replayed from a cassette
+  that ships with the repo, with the cell that runs them against a live endpoint instead.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import nbformat
@@ -9,75 +15,132 @@ from nbclient import NotebookClient
 
 HERE = Path(__file__).resolve().parent
 
-CELLS = [
+SUITE = [
     (
         "markdown",
-        "# Native vs code vs both\n\n"
-        "The 81 tasks of M3ToolEval, each run in four styles over the same tools. Offline, "
-        "the model's behaviour is generated from a ground-truth plan per task and reads only "
-        "what the runtime returns: this measures the runtime's mechanics (round trips, tokens, "
-        "calls, time), not a model's ability. Point `OpenAIChatModel` at an endpoint to "
-        "measure a real model.",
+        "# Native vs code vs both, on the built-in suite\n\n"
+        "M3ToolEval's tasks, each run in four styles over the same tools, through "
+        "`codeact.compare`. **Offline: this measures the runtime's mechanics, not a model.** "
+        "Each run's model is generated from the task's ground-truth plan (`planned_model`) "
+        "and reads only what the runtime returns, so round trips, tokens, calls and time are "
+        "what each style costs when the model knows what to do. Only a live endpoint "
+        "measures a model's ability (see `your_own_tools.ipynb`).",
     ),
     (
         "code",
-        "import anyio\n"
-        "from codeact.suite import planned_tasks, run_suite, table\n\n"
-        "tokenizer_name, results = await run_suite(planned_tasks())\n"
-        "print('tokens:', tokenizer_name)\n"
-        "print(table(results))",
+        "from codeact import compare\n"
+        "from codeact.suite import STYLES, planned_model, suite_tasks, suite_tools\n\n"
+        "tasks = suite_tasks()\n"
+        "comparison = await compare(tasks, tools=suite_tools, model=planned_model, "
+        "styles=STYLES, progress=False)\n"
+        "print(f'{len(tasks)} tasks x {len(STYLES)} styles; tokens counted with', "
+        "comparison.records[0].tokenizer)\n"
+        "print(comparison.table())",
+    ),
+    (
+        "markdown",
+        "Paired differences over the same tasks, native minus each other style, with 95% "
+        "bootstrap intervals (resampling tasks):",
     ),
     (
         "code",
-        "from collections import defaultdict\n"
-        "import matplotlib.pyplot as plt\n\n"
-        "styles = list(dict.fromkeys(r.style for r in results))\n"
-        "metrics = [('round_trips', 'model round trips'), ('prompt_tokens', 'prompt tokens'),\n"
-        "           ('tool_output_tokens', 'tool output tokens')]\n"
-        "fig, axes = plt.subplots(1, len(metrics), figsize=(13, 3.5))\n"
-        "for axis, (field, label) in zip(axes, metrics, strict=True):\n"
-        "    totals = [sum(getattr(r, field) for r in results if r.style == s) for s in styles]\n"
-        "    axis.bar(styles, totals, color=['#4c72b0', '#55a868', '#c44e52', '#8172b2'])\n"
-        "    axis.set_title(label)\n"
-        "    axis.tick_params(axis='x', rotation=20)\n"
+        "for metric in ('round_trips', 'prompt_tokens'):\n"
+        "    for pair, interval in comparison.differences(metric).items():\n"
+        "        print(f'{metric:<14} {pair:<26} {interval}')",
+    ),
+    (
+        "code",
+        "import matplotlib.pyplot as plt\n"
+        "from codeact.plots import plot_paired, plot_styles, plot_tokens_vs_round_trips\n\n"
+        "fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))\n"
+        "plot_styles(comparison, 'round_trips', ax=axes[0])\n"
+        "plot_paired(comparison, 'round_trips', 'native', 'code', ax=axes[1])\n"
+        "plot_tokens_vs_round_trips(comparison, ax=axes[2])\n"
         "fig.tight_layout()\n"
         "plt.show()",
     ),
     (
         "code",
-        "by_domain = defaultdict(lambda: defaultdict(int))\n"
-        "for r in results:\n"
-        "    by_domain[r.task.split('/')[0]][r.style] += r.round_trips\n"
-        "fig, axis = plt.subplots(figsize=(10, 3.5))\n"
-        "width = 0.2\n"
-        "domains = sorted(by_domain)\n"
-        "positions = range(len(domains))\n"
-        "for i, style in enumerate(styles):\n"
-        "    heights = [by_domain[d][style] for d in domains]\n"
-        "    axis.bar([p + i * width for p in positions], heights, width, label=style)\n"
-        "axis.set_xticks([p + 1.5 * width for p in positions], [d[:18] for d in domains])\n"
-        "axis.set_ylabel('round trips')\n"
-        "axis.legend()\n"
-        "fig.tight_layout()\n"
-        "plt.show()",
-    ),
-    (
-        "code",
-        "success = {s: sum(r.success for r in results if r.style == s) for s in styles}\n"
-        "assert all(v == len(planned_tasks()) for v in success.values()), success\n"
+        "success = {style: s['success'].mean for style, s in comparison.summary().items()}\n"
+        "assert all(value == 1.0 for value in success.values()), success\n"
         "success",
     ),
 ]
 
+OWN_TOOLS = [
+    (
+        "markdown",
+        "# Comparing modes on your own tools\n\n"
+        "A small shop (`shop.py`): four tools, five questions, each with its expected answer "
+        "or a checker. The model here is **a recorded cassette** "
+        "(`data/shop.cassette.jsonl`): it replays, offline, what an OpenAI-compatible "
+        "server answered when it was recorded (`record_cassette.py`). That server is "
+        "`standin.py`, a rule-based stand-in, **not a language model**: the figures show "
+        "the API and what each style costs in round trips and tokens, not how well a model "
+        "does. Replay refuses any request that differs from the recorded one (a changed "
+        "prompt or tool schema); re-record after changing either.",
+    ),
+    (
+        "code",
+        "from codeact import Cassette, CassetteModel, compare\n"
+        "from shop import TASKS, shop_tools\n\n"
+        "model = CassetteModel(Cassette('data/shop.cassette.jsonl'), None, name='stand-in')\n"
+        "comparison = await compare(TASKS, tools=shop_tools, model=model, "
+        "styles=('native', 'code'), progress=False)\n"
+        "print(comparison.table())",
+    ),
+    (
+        "code",
+        "frame = comparison.to_dataframe()\n"
+        "frame[['task', 'style', 'success', 'round_trips', 'tool_calls', 'prompt_tokens', "
+        "'tokenizer']]",
+    ),
+    (
+        "code",
+        "import matplotlib.pyplot as plt\n"
+        "from codeact.plots import plot_paired, plot_styles, plot_tokens_vs_round_trips\n\n"
+        "fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))\n"
+        "plot_styles(comparison, 'success', ax=axes[0])\n"
+        "plot_paired(comparison, 'round_trips', ax=axes[1])\n"
+        "plot_tokens_vs_round_trips(comparison, ax=axes[2])\n"
+        "fig.tight_layout()\n"
+        "plt.show()",
+    ),
+    (
+        "markdown",
+        "## Against a live endpoint\n\n"
+        "Set `CODEACT_BASE_URL` (and `OPENAI_API_KEY`, `CODEACT_MODEL`) to any "
+        "OpenAI-compatible endpoint and run the next cell: the same tasks, now measuring a "
+        "model. Wrap the endpoint in `CassetteModel(Cassette(path), endpoint, name=...)` to "
+        "record what it answers.",
+    ),
+    (
+        "code",
+        "import os\n"
+        "from codeact import OpenAIChatModel\n\n"
+        "if os.environ.get('CODEACT_BASE_URL'):\n"
+        "    async with OpenAIChatModel(model=os.environ.get('CODEACT_MODEL', 'gpt-4o-mini'),\n"
+        "                               base_url=os.environ['CODEACT_BASE_URL'],\n"
+        "                               temperature=0) as live:\n"
+        "        measured = await compare(TASKS, tools=shop_tools, model=live,\n"
+        "                                 styles=('native', 'code'), repeats=3)\n"
+        "    print(measured.table())\n"
+        "else:\n"
+        "    print('No live endpoint set (CODEACT_BASE_URL): nothing measured.')",
+    ),
+]
 
-def build() -> nbformat.NotebookNode:
+NOTEBOOKS = {"native_vs_code": SUITE, "your_own_tools": OWN_TOOLS}
+
+
+def build(name: str = "native_vs_code") -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3",
         "language": "python",
     }
-    for kind, source in CELLS:
+    for kind, source in NOTEBOOKS[name]:
         maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
         notebook.cells.append(maker(source))
     return notebook
@@ -94,6 +157,7 @@ def execute(notebook: nbformat.NotebookNode, *, timeout: int = 600) -> nbformat.
 
 
 if __name__ == "__main__":
-    executed = execute(build())
-    nbformat.write(executed, HERE / "native_vs_code.ipynb")
-    print("wrote", HERE / "native_vs_code.ipynb")
+    for name in sys.argv[1:] or NOTEBOOKS:
+        executed = execute(build(name))
+        nbformat.write(executed, HERE / f"{name}.ipynb")
+        print("wrote", HERE / f"{name}.ipynb")

@@ -145,6 +145,16 @@ PUBLIC = {
         "anthropic_messages",
     ],
     "tracing": ["configure_tracing"],
+    "comparing styles": [
+        "compare",
+        "Comparison",
+        "ComparisonTask",
+        "RunRecord",
+        "Interval",
+        "Cassette",
+        "CassetteModel",
+        "CassetteMismatch",
+    ],
     "errors": ["CodeActError", "ErrorCode", "ToolDefinitionError", "ToolError", "UsageError"],
 }
 

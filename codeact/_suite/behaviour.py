@@ -14,13 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._call import ToolCall
+from .._compare import MODE_OF_STYLE, STYLES
 from .._models import FunctionModel, ModelReply, ModelRequest
 from .._parsing import parse_expression
 from .._tool import Tool
 from .plans import Plan, Step
-
-STYLES = ("native", "native-parallel", "code", "both")
-MODE_OF_STYLE = {"native": "native", "native-parallel": "native", "code": "code", "both": "both"}
 
 
 def dependencies(step: Step, names: set[str]) -> set[str]:

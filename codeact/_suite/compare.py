@@ -3,147 +3,79 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
-from .._code_mode import RUN_CODE
-from .._events import DispatchEvent, ToolCallFinished
+from .._compare import (
+    STYLES,
+    ComparisonTask,
+    RunRecord,
+    compare,
+    default_tokenizer,
+    run_one,
+)
 from .._executors import InProcessExecutor
 from .._http_models import OpenAIChatModel
-from .._loop import Agent, StepLimit
-from .._models import Model, ModelError, ModelReply, ModelRequest
-from .._modes import Runtime
-from .._progress import Progress
+from .._models import Model
 from .._registry import ToolRegistry
-from .._session import ModelExchange, ToolCallRecorded, ToolResultRecorded
-from .behaviour import MODE_OF_STYLE, STYLES, plan_model
+from .behaviour import plan_model
 from .faults import fault_table, run_faults
-from .m3tooleval import Task, check, domain_tools, load_tasks
+from .m3tooleval import Task, domain_tools, load_tasks
 from .plans import PLANS
 from .real import Cassette, CassetteModel, paired, probe
 
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Metrics:
-    task: str
-    style: str
-    success: bool
-    round_trips: int
-    tool_calls: int
-    errors: int
-    prompt_tokens: int
-    peak_prompt_tokens: int
-    completion_tokens: int
-    advertisement_tokens: int
-    tool_output_tokens: int
-    seconds: float
-    model_seconds: float
-    tool_seconds: float
-
-    @property
-    def runtime_seconds(self) -> float:
-        """Time that was neither the model's nor the tools': the runtime's own."""
-        return max(self.seconds - self.model_seconds - self.tool_seconds, 0.0)
+Metrics = RunRecord  # the suite's name for one run's figures
 
 
-class Recorder:
-    """Wraps a model to keep every request and the time spent waiting for it."""
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-        self.name = model.name
-        self.requests: list[ModelRequest] = []
-        self.seconds = 0.0
-
-    async def respond(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
-        started = time.perf_counter()
-        try:
-            return await self.model.respond(request)
-        finally:
-            self.seconds += time.perf_counter() - started
-
-
-def tokenizer() -> tuple[str, Callable[[str], int]]:
-    """A real BPE tokenizer when bpe-openai is installed; otherwise characters / 4."""
-    try:
-        import bpe_openai  # type: ignore[import-untyped, import-not-found, unused-ignore]
-    except ImportError:
-        return "approximate (characters / 4)", lambda text: (len(text) + 3) // 4
-    encoding = bpe_openai.get_encoding("o200k_base")
-    return "o200k_base", lambda text: len(encoding.encode(text))
+def as_comparison_task(task: Task) -> ComparisonTask:
+    """An M3ToolEval task as the comparison API takes it: its domain as a tag."""
+    return ComparisonTask(
+        name=task.name, prompt=task.instruction, expected=task.expected, tags=(task.domain,)
+    )
 
 
 def planned_tasks() -> list[Task]:
     return [t for t in load_tasks() if t.name in PLANS]
 
 
+def suite_tasks() -> list[ComparisonTask]:
+    """The built-in tasks that have a plan, for :func:`codeact.compare`."""
+    return [as_comparison_task(t) for t in planned_tasks()]
+
+
+def suite_tools(task: ComparisonTask) -> ToolRegistry:
+    """A fresh registry of the tools of the task's domain."""
+    registry = ToolRegistry()
+    for made in domain_tools(task.tags[0]):
+        registry.register(made)
+    return registry
+
+
+def planned_model(task: ComparisonTask, style: str) -> Model:
+    """The model generated from the task's plan, for one run in ``style``: offline, it
+    measures the runtime's mechanics, not a model's ability."""
+    tools = {t.name: t for t in suite_tools(task).tools()}
+    return plan_model(PLANS[task.name], style, tools)
+
+
 async def run_task(
     task: Task, style: str, count: Callable[[str], int], *, model: Model | None = None
 ) -> Metrics:
     """One task in one style; ``model`` defaults to the behaviour generated from its plan."""
-    registry = ToolRegistry()
-    for made in domain_tools(task.domain):
-        registry.register(made)
-    runtime = Runtime(registry, mode=MODE_OF_STYLE[style], executor=InProcessExecutor())
-    tools = {t.name: t for t in registry.tools()}
-    recorder = Recorder(model or plan_model(PLANS[task.name], style, tools))
-    tool_seconds = 0.0
-
-    def on_dispatch(event: DispatchEvent) -> None:
-        nonlocal tool_seconds
-        if isinstance(event, ToolCallFinished) and event.parent is None:
-            tool_seconds += event.seconds
-
-    registry.add_listener(on_dispatch)
-    agent = Agent(runtime, recorder, max_steps=60)
-    started = time.perf_counter()
-    try:
-        text = await agent.run(task.instruction)
-    except (StepLimit, ModelError) as error:
-        text = f"(no answer: {error})"
-    seconds = time.perf_counter() - started
-    await runtime.aclose()
-    events = agent.session.events
-    prompts = [
-        count(json.dumps([r.system, list(r.messages), list(r.tools)])) for r in recorder.requests
-    ]
-    history = agent.session.history()
-    return Metrics(
-        task=task.name,
-        style=style,
-        success=check(task.expected, _answer(text)),
-        round_trips=sum(isinstance(e, ModelExchange) for e in events),
-        tool_calls=sum(isinstance(e, ToolCallRecorded) and e.name != RUN_CODE for e in events),
-        errors=sum(isinstance(e, ToolResultRecorded) and e.is_error for e in events),
-        prompt_tokens=sum(prompts),
-        peak_prompt_tokens=max(prompts, default=0),
-        completion_tokens=sum(count(json.dumps(m)) for m in history if m["role"] == "assistant"),
-        advertisement_tokens=count(json.dumps(list(recorder.requests[0].tools)))
-        if recorder.requests
-        else 0,
-        tool_output_tokens=sum(count(m["content"]) for m in history if m["role"] == "tool"),
-        seconds=seconds,
-        model_seconds=recorder.seconds,
-        tool_seconds=tool_seconds,
+    chosen = as_comparison_task(task)
+    return await run_one(
+        chosen,
+        style,
+        registry=suite_tools(chosen),
+        model=model or planned_model(chosen, style),
+        executor=InProcessExecutor(),
+        max_steps=60,
+        count_tokens=(default_tokenizer()[0], count),
     )
-
-
-def _answer(text: str) -> Any:
-    """The final answer as a value: JSON if it parses, else the text after any 'Answer:'."""
-    candidate = text.split("Answer:")[-1].strip()
-    try:
-        return json.loads(candidate)
-    except ValueError:
-        return candidate.strip("'\"")
 
 
 async def run_suite(
@@ -153,22 +85,17 @@ async def run_suite(
     model: Model | None = None,
     repeats: int = 1,
 ) -> tuple[str, list[Metrics]]:
-    name, count = tokenizer()
-    results = []
-    chosen = list(tasks)
-    styles = list(styles)
-    progress = Progress(len(chosen), styles)  # on a terminal only
-    try:
-        for task in chosen:
-            for style in styles:
-                for _ in range(repeats):
-                    result = await run_task(task, style, count, model=model)
-                    results.append(result)
-                    progress.record(style, result.success)
-            progress.task_done()
-    finally:
-        progress.close()
-    return name, results
+    """The built-in suite; with no ``model``, each run's model comes from its plan."""
+    name, _ = default_tokenizer()
+    chosen = compare(
+        [as_comparison_task(t) for t in tasks],
+        tools=suite_tools,
+        model=model if model is not None else planned_model,
+        styles=tuple(styles),
+        repeats=repeats,
+        max_steps=60,
+    )
+    return name, list((await chosen).records)
 
 
 def table(results: list[Metrics]) -> str:
@@ -191,7 +118,7 @@ def table(results: list[Metrics]) -> str:
             for field in ("model_seconds", "tool_seconds", "runtime_seconds")
         )
         cells = (
-            f"{sum(r.success for r in rows)}/{len(rows)}",
+            f"{sum(bool(r.success) for r in rows)}/{len(rows)}",
             f"{sum(r.round_trips for r in rows)}",
             f"{sum(r.tool_calls for r in rows)}",
             f"{sum(r.errors for r in rows)}",
@@ -284,4 +211,14 @@ def _real_model(options: argparse.Namespace) -> Model | None:
     return CassetteModel(cassette, endpoint, name=name) if cassette else endpoint
 
 
-__all__ = ["Metrics", "main", "planned_tasks", "run_suite", "run_task", "table"]
+__all__ = [
+    "Metrics",
+    "main",
+    "planned_model",
+    "planned_tasks",
+    "run_suite",
+    "run_task",
+    "suite_tasks",
+    "suite_tools",
+    "table",
+]

@@ -26,6 +26,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from .._compare import values_equal
 from .._exceptions import ToolError
 from .._parsing import parse_expression
 from .._tool import Tool, tool
@@ -58,23 +59,7 @@ def load_tasks() -> list[Task]:
     ]
 
 
-def check(expected: Any, answer: Any) -> bool:
-    """Equal as values: numbers within 1e-6, tuples as lists."""
-    if (
-        isinstance(expected, int | float)
-        and isinstance(answer, int | float)
-        and not isinstance(answer, bool)
-    ):
-        return abs(float(expected) - float(answer)) <= 1e-6 * max(1.0, abs(float(expected)))
-    if isinstance(expected, list | tuple) and isinstance(answer, list | tuple):
-        return len(expected) == len(answer) and all(
-            check(e, a) for e, a in zip(expected, answer, strict=True)
-        )
-    if isinstance(expected, dict) and isinstance(answer, dict):
-        return expected.keys() == answer.keys() and all(
-            check(expected[k], answer[k]) for k in expected
-        )
-    return bool(expected == answer)
+check = values_equal  # equal as values: numbers within 1e-6, tuples as lists
 
 
 # message_decoder ---------------------------------------------------------------------------

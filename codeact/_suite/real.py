@@ -13,7 +13,6 @@ import hashlib
 import json
 import math
 import statistics
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,14 @@ class CassetteMismatch(ModelError):
 
 
 def request_key(model: str, request: ModelRequest) -> str:
-    payload = json.dumps([model, asdict(request)], sort_keys=True, ensure_ascii=False, default=str)
+    """A hash of everything the request sends (not its delta listener, which sends nothing)."""
+    sent = {
+        "system": request.system,
+        "messages": list(request.messages),
+        "tools": list(request.tools),
+        "mode": request.mode,
+    }
+    payload = json.dumps([model, sent], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
