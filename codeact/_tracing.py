@@ -46,6 +46,7 @@ class _State:
     resolved_for: Any = _UNSET
     tracer: Tracer | None = None
     api: Any = None  # the opentelemetry.trace module, once imported
+    provider_env = False
 
 
 _STATE = _State()
@@ -72,9 +73,18 @@ def tracer() -> Tracer | None:
             state.api = False
             return None
         state.api = trace
+        # a provider named in the environment is made by the API on first use
+        state.provider_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
     if state.api is False:
         return None
-    provider = state.api.get_tracer_provider() if state.provider is _UNSET else state.provider
+    if state.provider is _UNSET:
+        # No global provider set in code nor named in the environment is the common case,
+        # read without get_tracer_provider's environment lookup on every call.
+        if getattr(state.api, "_TRACER_PROVIDER", _UNSET) is None and not state.provider_env:
+            return None
+        provider = state.api.get_tracer_provider()
+    else:
+        provider = state.provider
     if provider is not state.resolved_for:
         state.resolved_for = provider
         state.tracer = _tracer_of(provider)

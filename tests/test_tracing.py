@@ -4,8 +4,11 @@ their stable codes, content only when asked for, and nothing when no provider is
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -246,3 +249,38 @@ def test_a_failed_turn_marks_the_agent_span(spans: InMemorySpanExporter) -> None
         turn("inprocess", [])
     (root,) = by_name(spans)["invoke_agent shop-assistant"]
     assert root.status.status_code is StatusCode.ERROR
+
+
+GLOBAL_PROVIDER = """
+import anyio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from codeact import ToolCall, ToolRegistry, tool
+
+@tool
+def add(a: int, b: int = 0) -> int:
+    '''Add two integers.'''
+    return a + b
+
+registry = ToolRegistry()
+registry.register(add)
+anyio.run(registry.execute, ToolCall("before", "add", {"a": 1}))  # no provider yet: no span
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # the application's own, set after codeact was used
+anyio.run(registry.execute, ToolCall("after", "add", {"a": 2}))
+print([dict(s.attributes)["gen_ai.tool.call.id"] for s in exporter.get_finished_spans()])
+"""
+
+
+def test_a_global_provider_set_later_is_used_from_then_on(tmp_path: Path) -> None:
+    script = tmp_path / "app.py"
+    script.write_text(GLOBAL_PROVIDER)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['after']"
