@@ -260,7 +260,7 @@ async def compare(
     finally:
         if shown is not None:
             shown.close()
-    name = str(getattr(model, "name", "per-run models")) if hasattr(model, "respond") else ""
+    name = str(getattr(model, "name", "")) if hasattr(model, "respond") else "per-run models"
     return Comparison(records=tuple(records), styles=tuple(styles), model=name, seed=seed)
 
 

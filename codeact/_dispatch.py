@@ -316,9 +316,9 @@ def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, An
     nothing else), so the default applies.
     """
     tool = invocation.tool
-    if not tool.parameter_check(plain):
-        drop_optional_nulls(tool.parameter_validator, plain)
     problem = describe_errors(tool.parameter_validator, plain, plain=tool.parameter_check)
+    if problem is not None and drop_optional_nulls(tool.parameter_validator, plain):
+        problem = describe_errors(tool.parameter_validator, plain, plain=tool.parameter_check)
     if problem is not None:
         raise Rejection(
             ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {invocation.name!r}: {problem}"

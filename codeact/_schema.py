@@ -219,13 +219,14 @@ def describe_errors(
     return "; ".join(lines)
 
 
-def drop_optional_nulls(validator: Validator, instance: JsonValue) -> None:
+def drop_optional_nulls(validator: Validator, instance: JsonValue) -> bool:
     """Remove, in place, each ``null`` that stands for an optional property the schema
     does not let be null: the only way a strict-mode model can say "not given", so the
     parameter's default applies. A null where the property is required stays, and fails.
+    For an instance already known to be invalid; True when it removed any.
     """
-    if instance is None or validator.is_valid(instance):
-        return
+    if instance is None:
+        return False
     removed: list[tuple[dict[str, Any], str]] = []
     for error in _with_branches(validator.iter_errors(instance)):
         path = list(error.absolute_path)
@@ -238,7 +239,7 @@ def drop_optional_nulls(validator: Validator, instance: JsonValue) -> None:
             del parent[path[-1]]
             removed.append((parent, path[-1]))
     if not removed:
-        return
+        return False
     wanted: list[tuple[object, Any]] = [
         (error.instance, error.validator_value)
         for error in _with_branches(validator.iter_errors(instance))
@@ -247,6 +248,7 @@ def drop_optional_nulls(validator: Validator, instance: JsonValue) -> None:
     for parent, name in removed:
         if any(held is parent and name in names for held, names in wanted):
             parent[name] = None  # required after all: the null was the model's answer
+    return True
 
 
 def _with_branches(

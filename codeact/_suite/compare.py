@@ -6,7 +6,7 @@ import argparse
 import os
 import statistics
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import anyio
 
@@ -16,9 +16,7 @@ from .._compare import (
     RunRecord,
     compare,
     default_tokenizer,
-    run_one,
 )
-from .._executors import InProcessExecutor
 from .._http_models import OpenAIChatModel
 from .._models import Model
 from .._registry import ToolRegistry
@@ -60,22 +58,6 @@ def planned_model(task: ComparisonTask, style: str) -> Model:
     measures the runtime's mechanics, not a model's ability."""
     tools = {t.name: t for t in suite_tools(task).tools()}
     return plan_model(PLANS[task.name], style, tools)
-
-
-async def run_task(
-    task: Task, style: str, count: Callable[[str], int], *, model: Model | None = None
-) -> Metrics:
-    """One task in one style; ``model`` defaults to the behaviour generated from its plan."""
-    chosen = as_comparison_task(task)
-    return await run_one(
-        chosen,
-        style,
-        registry=suite_tools(chosen),
-        model=model or planned_model(chosen, style),
-        executor=InProcessExecutor(),
-        max_steps=60,
-        count_tokens=(default_tokenizer()[0], count),
-    )
 
 
 async def run_suite(
@@ -217,7 +199,6 @@ __all__ = [
     "planned_model",
     "planned_tasks",
     "run_suite",
-    "run_task",
     "suite_tasks",
     "suite_tools",
     "table",
