@@ -125,13 +125,24 @@ class ConfinementReport:
         return {"active": dict(self.active), "missing": dict(self.missing)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ConfinementReport:
-        return cls(active=dict(data.get("active", {})), missing=dict(data.get("missing", {})))
+    def from_json(cls, data: Any) -> ConfinementReport:
+        """A worker's report as it sent it; ValueError unless it has the exact shape."""
+        if type(data) is not dict:
+            raise ValueError("a confinement report is an object")
+        return cls(active=_layers(data.get("active", {})), missing=_layers(data.get("missing", {})))
 
     def describe(self) -> str:
         lines = [f"  on   {name}: {detail}" for name, detail in self.active.items()]
         lines += [f"  off  {name}: {reason}" for name, reason in self.missing.items()]
         return "\n".join(lines)
+
+
+def _layers(data: Any) -> dict[str, str]:
+    if type(data) is not dict or len(data) > 32:
+        raise ValueError("layers are a small object")
+    if not all(type(v) is str and len(k) + len(v) < 1_000 for k, v in data.items()):
+        raise ValueError("each layer is described by a short text")
+    return dict(data)
 
 
 # Layers that `require` insists on; the network namespace and the uid change are extras

@@ -4,8 +4,11 @@ Reads and writes are blocking calls made from a thread. A run is served by one t
 from its first message to its last, so a tool call from a script crosses two pipes and
 nothing else: no event loop wakes between the question and the answer.
 
-The worker is not trusted: a line longer than ``max_bytes``, or one that is not a JSON
-object, is refused (``Garbled``), and the host stops talking to that worker.
+The worker is not trusted. Every read and every write waits at most until a deadline
+(``TimeoutError``): a worker that stops reading cannot hold a host thread. A line longer
+than ``max_bytes``, one that is not a JSON object (invalid UTF-8, nesting too deep for
+the decoder, anything else) is refused (``Garbled``), and the host stops talking to
+that worker.
 """
 
 from __future__ import annotations
@@ -42,24 +45,25 @@ class WorkerPipe:
         self._write_fd = write_fd = writer.fileno()
         self._max_bytes = max_bytes
         self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no newline: never searched twice
         os.set_blocking(write_fd, False)  # a full pipe is waited on, never blocked in
         self._lock = threading.Lock()
         self._users = 0
         self._closing = False
         self._closed = False
 
-    def send(self, message: dict[str, Any]) -> None:
-        """Write the whole message, waiting while the pipe is full."""
+    def send(self, message: dict[str, Any], deadline: float | None = None) -> None:
+        """Write the whole message, waiting while the pipe is full, until ``deadline`` (a
+        ``time.monotonic()`` value) at most: TimeoutError then, with the message half sent."""
         data = memoryview(_encoded(message))
         with self._using():
-            try:
-                while data:
-                    try:
-                        data = data[os.write(self._write_fd, data) :]
-                    except BlockingIOError:
-                        self._wait_writable()
-            except OSError as error:  # EPIPE: the worker is gone
-                raise PipeClosed(str(error)) from None
+            while data:
+                try:
+                    data = data[os.write(self._write_fd, data) :]
+                except BlockingIOError:
+                    self._wait_writable(deadline)  # TimeoutError (an OSError) passes as it is
+                except OSError as error:  # EPIPE: the worker is gone
+                    raise PipeClosed(str(error)) from None
 
     def send_at_once(self, message: dict[str, Any]) -> bool:
         """Write a short message without ever waiting (safe on an event loop); False, with
@@ -76,15 +80,20 @@ class WorkerPipe:
                 raise PipeClosed(str(error)) from None
         return True
 
-    def _wait_writable(self) -> None:
+    def _wait_writable(self, deadline: float | None) -> None:
         while not self._closing:
-            if select.select([], [self._write_fd], [], 0.25)[1]:
+            if select.select([], [self._write_fd], [], _wait(deadline))[1]:
                 return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError("the worker did not read in time")  # a worker that never reads
         raise PipeClosed("the channel was closed")
 
     def receive(self, timeout: float | None = None) -> dict[str, Any]:
         """The next message; TimeoutError when none arrives within ``timeout`` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        return self.receive_by(None if timeout is None else time.monotonic() + timeout)
+
+    def receive_by(self, deadline: float | None) -> dict[str, Any]:
+        """The next message; TimeoutError when none has arrived by ``deadline``."""
         with self._using():
             while True:
                 message = self._take_line()
@@ -100,12 +109,12 @@ class WorkerPipe:
     def buffered(self) -> bool:
         """Is a whole message already read and waiting (so polling the pipe would wait for
         the one after it)?"""
-        return self._buffer.find(b"\n") >= 0
+        return self._line_end() >= 0
 
     def receive_available(self) -> dict[str, Any] | None:
         """After the read end polled readable: one read, and the message if it is whole."""
         with self._using():
-            if self._buffer.find(b"\n") < 0:
+            if self._line_end() < 0:
                 self._read_some()
             return self._take_line()
 
@@ -118,23 +127,29 @@ class WorkerPipe:
             raise PipeClosed("the worker closed its end")
         self._buffer += chunk
 
+    def _line_end(self) -> int:
+        """Where the first whole message ends, or -1; a flood of bytes with no newline is
+        searched once, not once per read (which would cost the host quadratic time)."""
+        end = self._buffer.find(b"\n", self._scanned)
+        self._scanned = len(self._buffer) if end < 0 else end
+        return end
+
     def _take_line(self) -> dict[str, Any] | None:
-        end = self._buffer.find(b"\n")
+        end = self._line_end()
         if end < 0:
             if len(self._buffer) > self._max_bytes:
                 raise Garbled("a message longer than the channel allows")
             return None
         line = bytes(self._buffer[:end])
         del self._buffer[: end + 1]
+        self._scanned = 0
         return _parsed(line)
 
     def _wait_readable(self, deadline: float | None) -> None:
         while True:
             if self._closing:
                 raise PipeClosed("the channel was closed")
-            # wake now and then: a close from another thread ends the wait promptly
-            wait = 0.25 if deadline is None else min(max(deadline - time.monotonic(), 0), 0.25)
-            readable, _, _ = select.select([self._read_fd], [], [], wait)
+            readable, _, _ = select.select([self._read_fd], [], [], _wait(deadline))
             if readable:
                 return
             if deadline is not None and time.monotonic() >= deadline:
@@ -183,15 +198,25 @@ class _Use:
         self._pipe._leave()
 
 
+def _wait(deadline: float | None) -> float:
+    """How long one select may wait: until the deadline, and never longer than a quarter
+    second (a close from another thread ends the wait promptly)."""
+    if deadline is None:
+        return 0.25
+    return min(max(deadline - time.monotonic(), 0.0), 0.25)
+
+
 def _encoded(message: dict[str, Any]) -> bytes:
     return json.dumps(message, ensure_ascii=False).encode() + b"\n"
 
 
 def _parsed(line: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(line)
+        message = json.loads(line)  # bytes: invalid UTF-8 is a ValueError too
     except ValueError:
         raise Garbled("a message that is not JSON") from None
+    except RecursionError:  # 200,000 brackets: deeper than the decoder's stack
+        raise Garbled("a message nested deeper than the decoder allows") from None
     if type(message) is not dict:
         raise Garbled("a message that is not a JSON object")
     return message

@@ -47,16 +47,17 @@ from ._json import JsonValue, thaw
 from ._pipe import Garbled, PipeClosed, WorkerPipe
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
-from ._sandbox._outcome import outcome_from_json
 from ._template import ForkedProcess, WorkerTemplate
 from ._template import available as template_available
 from ._threads import SessionThread
+from ._worker_messages import Forged, asked_calls, checked, host_outcome, printed_text
 
 WARM_WORKERS = 2
 IDLE_SECONDS = 300.0
 KILL_GRACE_SECONDS = 1.0
 ABORT_GRACE_SECONDS = 1.0
 START_TIMEOUT_SECONDS = 30.0
+CHANNEL_SECONDS = 10.0  # the bound on a write or read outside a run (init, reset, exit)
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 FOLDER_PREFIX = "codeact-worker-"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -114,6 +115,7 @@ class Worker:
         self.dead = False
         self.confinement = ConfinementReport()
         self._aborting = False  # a cancelled run: calls still asked for are not run
+        self._runs = 0  # the number of the latest run (or reset): its messages echo it
         self._served = threading.Event()  # set when no run is being served
         self._thread = SessionThread(f"codeact-serve-{process.pid}")  # serves its runs
         self._served.set()
@@ -158,24 +160,30 @@ class Worker:
         except BaseException:
             await worker.kill()
             raise
-        worker.confinement = ConfinementReport.from_json(ready.get("confinement") or {})
-        if ready.get("op") == "refused":
+        op = ready.get("op")
+        try:
+            worker.confinement = ConfinementReport.from_json(ready.get("confinement"))
+        except ValueError as error:
+            op = f"a report of the wrong shape: {error}"
+        if op == "refused":
             await worker.kill()
             missing = "; ".join(f"{k}: {v}" for k, v in worker.confinement.missing.items())
             raise WorkerLost(f"confinement is required and this machine lacks it ({missing})")
-        if ready.get("op") != "ready":
+        if op != "ready":
             await worker.kill()
-            raise WorkerLost(f"the worker did not start: {ready!r}")
+            raise WorkerLost(f"the worker did not start ({str(op)[:200]})")
         return worker
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
-    async def send(self, message: dict[str, Any]) -> None:
-        await self._talk(lambda: self._send(message))
+    async def send(self, message: dict[str, Any], *, within: float = CHANNEL_SECONDS) -> None:
+        """Write one message; a worker that does not read it ``within`` seconds is killed."""
+        deadline = time.monotonic() + within
+        await self._talk(lambda: self._send(message, deadline))
 
-    async def receive(self, *, within: float | None = None) -> dict[str, Any]:
+    async def receive(self, *, within: float = CHANNEL_SECONDS) -> dict[str, Any]:
         """The next message; TimeoutError when none comes ``within`` seconds."""
         received: dict[str, Any] = await self._talk(lambda: self._receive(within))
         return received
@@ -190,11 +198,14 @@ class Worker:
                 await self.kill()
             raise
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: dict[str, Any], deadline: float) -> None:
         try:
-            self._pipe.send(message)
+            self._pipe.send(message, deadline)
         except PipeClosed:
             raise WorkerLost(self._describe_exit()) from None
+        except TimeoutError:  # a worker that stops reading holds no host thread
+            self._kill_now()
+            raise
 
     def _send_at_once(self, message: dict[str, Any]) -> bool:
         try:
@@ -202,14 +213,24 @@ class Worker:
         except PipeClosed:
             raise WorkerLost(self._describe_exit()) from None
 
-    def _receive(self, timeout: float | None = None) -> dict[str, Any]:
+    def _receive(self, timeout: float) -> dict[str, Any]:
+        return self._receive_by(time.monotonic() + timeout)
+
+    def _receive_by(self, deadline: float) -> dict[str, Any]:
         try:
-            return self._pipe.receive(timeout)
+            return self._pipe.receive_by(deadline)
         except PipeClosed:
             raise WorkerLost(self._describe_exit()) from None
-        except Garbled:  # the worker can no longer be trusted to talk
+        except Garbled as garbled:  # the worker can no longer be trusted to talk
+            raise self._refused(garbled) from None
+        except TimeoutError:
             self._kill_now()
-            raise WorkerLost("the worker sent a message the host could not read") from None
+            raise
+
+    def _refused(self, why: Exception) -> WorkerLost:
+        """Kill a worker that broke the channel's rules; the reason, for the run's error."""
+        self._kill_now()
+        return WorkerLost(f"the worker broke the channel's rules ({why}) and was killed")
 
     async def run(
         self,
@@ -229,11 +250,14 @@ class Worker:
         answers it and every later one and reads the outcome.
 
         The deadline is the script's own time: what the host spends answering its tool
-        calls (each bounded by ``limits.tool_wait_seconds``) moves it on. The host
-        records every call it answered, so a worker killed mid-run still reports them.
+        calls (each bounded by ``limits.tool_wait_seconds``) moves it on. Every read and
+        write has it; at the deadline the worker is killed. The host records every call
+        it answered and reports those, never what the worker claims.
         """
         self.last_used = time.monotonic()
+        self._runs += 1
         serving = _Serving(
+            run=self._runs,
             limits=limits,
             answers=_Answers(
                 bounded_tool_caller(call_tool, limits),
@@ -249,16 +273,19 @@ class Worker:
         try:
             run: dict[str, Any] = {
                 "op": "run",
+                "run": serving.run,
                 "source": source,
                 "tools": {k: list(v) for k, v in tools.items()},
             }
             if on_output is not None:
                 run["stream_output"] = True
             if not self._send_at_once(run):
-                await anyio.to_thread.run_sync(self._send, run, abandon_on_cancel=True)
+                await anyio.to_thread.run_sync(
+                    self._send, run, serving.deadline, abandon_on_cancel=True
+                )
             first = await self._first_message(serving)
             if first.get("op") == "done":
-                return self._outcome_of(first)
+                return self._outcome_of(first, serving)
             self._served.clear()
             if threads is None:
                 return await self._thread.run(lambda: self._serve(first, serving))
@@ -272,8 +299,7 @@ class Worker:
                 serving.records,
             )
         except WorkerLost as lost:
-            if self.dead:
-                await self.kill()
+            await self.kill()
             return _lost(ErrorCode.CODE_RUNTIME_ERROR, lost.reason, serving.records)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -291,69 +317,86 @@ class Worker:
                     await anyio.wait_readable(self._pipe.read_fd)
                 try:
                     message = self._pipe.receive_available()
+                    if message is not None and not self._printed(message, serving):
+                        return message
                 except PipeClosed:
                     raise WorkerLost(self._describe_exit()) from None
-                except Garbled:
-                    self._kill_now()
-                    raise WorkerLost("the worker sent a message the host could not read") from None
-                if message is not None and not serving.printed(message):
-                    return message
+                except (Garbled, Forged) as refused:
+                    raise self._refused(refused) from None
+                await anyio.lowlevel.checkpoint()  # a flood of output never holds the loop
 
-    def _outcome_of(self, message: dict[str, Any]) -> ScriptOutcome:
+    def _printed(self, message: dict[str, Any], serving: _Serving) -> bool:
+        """Was ``message`` this run's printed output (passed on)? Forged if it is another
+        run's message, or one a run does not send."""
+        if checked(message, serving.run) != "output":
+            return False
+        serving.print(printed_text(message))
+        return True
+
+    def _outcome_of(self, message: dict[str, Any], serving: _Serving) -> ScriptOutcome:
         try:
-            return outcome_from_json(message["outcome"])
-        except (KeyError, TypeError, ValueError, AttributeError):  # not from our worker
-            self._kill_now()
-            raise WorkerLost("the worker sent an outcome the host could not read") from None
+            return host_outcome(message, serving.records, serving.limits)
+        except Forged as forged:
+            raise self._refused(forged) from None
 
     def _serve(self, message: dict[str, Any] | None, serving: _Serving) -> ScriptOutcome:
         """The rest of a run, from ``message`` (None: the next one) to its outcome, in this
-        (worker) thread; while the run is being aborted, every call is answered ABORTED."""
-        limits, records = serving.limits, serving.records
+        (worker) thread; while the run is being aborted, every call is answered ABORTED.
+
+        Anything that goes wrong on the host's side of the channel loses the worker: it is
+        killed, so it is never talked to again out of step."""
         try:
-            while True:
-                if message is None:
-                    message = self._receive(max(serving.deadline - time.monotonic(), 0))
-                op = message.get("op")
-                if op == "done":
-                    return self._outcome_of(message)
-                if serving.printed(message):
-                    message = None
-                    continue
-                if op == "call":
-                    calls = [_asked_call(message)]
-                elif op == "calls" and type(message.get("calls")) is list:
-                    calls = [_asked_call(c) for c in message["calls"] if type(c) is dict]
-                else:
-                    message = None
-                    continue
-                message = None
-                if len(records) + len(calls) > limits.max_tool_calls:  # the worker is not trusted
-                    self._kill_now()
-                    return _lost(
-                        ErrorCode.CODE_RESOURCE_LIMIT,
-                        f"the script made more than {limits.max_tool_calls:,} tool calls",
-                        records,
-                    )
-                asked = time.monotonic()
-                results = (
-                    [_aborted(name) for name, _ in calls]
-                    if self._aborting
-                    else serving.answers.answer(calls, single=op == "call")
-                )
-                serving.deadline += time.monotonic() - asked  # the host's time is not the script's
-                for (name, _), result in zip(calls, results, strict=True):
-                    records.append(
-                        ToolCallRecord(
-                            name=name,
-                            ok=not result.is_error,
-                            code=result.error.code if result.is_error else None,
-                        )
-                    )
-                replies = [_answer_json(result) for result in results]
-                self._send(replies[0] if op == "call" else {"op": "results", "results": replies})
+            return self._answer_until_done(message, serving)
+        except (WorkerLost, TimeoutError):
+            raise
+        except (Garbled, Forged) as refused:
+            raise self._refused(refused) from None
+        except Exception as error:  # the host failed mid-exchange: the channel is out of step
+            self._kill_now()
+            raise WorkerLost(f"the host failed while serving the worker ({error!r})") from None
         finally:
             self._served.set()
+
+    def _answer_until_done(
+        self, message: dict[str, Any] | None, serving: _Serving
+    ) -> ScriptOutcome:
+        limits, records = serving.limits, serving.records
+        while True:
+            if message is None:
+                message = self._receive_by(serving.deadline)
+            if self._printed(message, serving):
+                message = None
+                continue
+            op = message["op"]
+            if op == "done":
+                return self._outcome_of(message, serving)
+            calls = asked_calls(message, op, serving.answers.bound)
+            message = None
+            if len(records) + len(calls) > limits.max_tool_calls:  # the worker is not trusted
+                self._kill_now()
+                return _lost(
+                    ErrorCode.CODE_RESOURCE_LIMIT,
+                    f"the script made more than {limits.max_tool_calls:,} tool calls",
+                    records,
+                )
+            asked = time.monotonic()
+            results = (
+                [_aborted(name) for name, _ in calls]
+                if self._aborting
+                else serving.answers.answer(calls, single=op == "call")
+            )
+            serving.deadline += time.monotonic() - asked  # the host's time is not the script's
+            for (name, _), result in zip(calls, results, strict=True):
+                records.append(
+                    ToolCallRecord(
+                        name=name,
+                        ok=not result.is_error,
+                        code=result.error.code if result.is_error else None,
+                    )
+                )
+            replies = [_answer_json(result) for result in results]
+            reply = replies[0] if op == "call" else {"op": "results", "results": replies}
+            self._send(reply, serving.deadline)
 
     async def _abort(self, serving: _Serving) -> None:
         """Stop the running script; kill the worker if it does not stop in time.
@@ -381,9 +424,17 @@ class Worker:
             await self.kill()
 
     async def reset(self) -> None:
-        await self.send({"op": "reset"})
-        while (await self.receive()).get("op") != "reset_done":
-            pass
+        """Forget the session's names; WorkerLost (the worker killed) if it answers out of
+        turn or not in time."""
+        self._runs += 1
+        await self.send({"op": "reset", "run": self._runs})
+        try:
+            answer = await self.receive()
+        except TimeoutError:
+            raise WorkerLost("the worker did not reset in time") from None
+        if answer != {"op": "reset_done", "run": self._runs}:
+            await self.kill()
+            raise WorkerLost("the worker answered a reset out of turn")
 
     async def close(self) -> None:
         """Ask the worker to exit, then make sure it did, and remove its directory."""
@@ -428,8 +479,10 @@ class Worker:
 
 @dataclass(kw_only=True)
 class _Serving:
-    """One run as the host serves it: the calls it answered and its moving deadline."""
+    """One run as the host serves it: its number, the calls it answered, the output it
+    passed on, and its moving deadline."""
 
+    run: int
     limits: Limits
     answers: _Answers
     deadline: float
@@ -437,17 +490,14 @@ class _Serving:
     on_output: OutputListener | None = None
     output_chars: int = 0
 
-    def printed(self, message: dict[str, Any]) -> bool:
-        """Was ``message`` printed output (passed on, up to the output limit: the worker
-        is not trusted to keep to it)?"""
-        if message.get("op") != "output":
-            return False
-        text = message.get("text")
-        room = self.limits.max_output_chars - self.output_chars
-        if self.on_output is not None and type(text) is str and room > 0:
-            self.output_chars += len(text[:room])
-            self.on_output(text[:room])
-        return True
+    def print(self, text: str) -> None:
+        """Pass printed text on; more than the output limit is a worker that ignores it
+        (the interpreter stops printing there), so forged."""
+        self.output_chars += len(text)
+        if self.output_chars > self.limits.max_output_chars:
+            raise Forged("more printed output than the run's limit")
+        if self.on_output is not None and text:
+            self.on_output(text)
 
 
 class _Answers:
@@ -464,7 +514,7 @@ class _Answers:
         self._call_tool = call_tool
         self._call_tools = call_tools
         self._call_tool_now = call_tool_now
-        self._bound = bound
+        self.bound = bound
         self._token = token  # how the serving thread reaches the loop
         # the host's side of calls that need the loop: cancelled by name with the run
         self._in_flight: set[anyio.CancelScope] = set()
@@ -477,25 +527,14 @@ class _Answers:
     def answer(
         self, calls: list[tuple[str, dict[str, JsonValue]]], *, single: bool
     ) -> list[ToolExecutionResult]:
-        wanted = [i for i, (name, _) in enumerate(calls) if name in self._bound]
-        results: list[ToolExecutionResult] = [
-            failure("script", name, ErrorCode.UNKNOWN_TOOL, f"{name!r} is not bound")
-            for name, _ in calls
-        ]
-        if single and wanted:
+        """Answer calls to tools this run bound (the channel's checks refused any other)."""
+        if single:
             name, arguments = calls[0]
             now = self._call_tool_now(name, arguments) if self._call_tool_now else None
-            results[0] = (
-                now
-                if now is not None
-                else self._on_loop(lambda: self._call_tool(name, arguments), [name])[0]
-            )
-        elif wanted:
-            batch = [calls[i] for i in wanted]
-            answered = self._on_loop(lambda: self._call_tools(batch), [n for n, _ in batch])
-            for index, result in zip(wanted, answered, strict=True):
-                results[index] = result
-        return results
+            if now is not None:
+                return [now]
+            return self._on_loop(lambda: self._call_tool(name, arguments), [name])
+        return self._on_loop(lambda: self._call_tools(calls), [n for n, _ in calls])
 
     def _on_loop(
         self, work: Callable[[], Awaitable[Any]], names: list[str]
@@ -531,11 +570,6 @@ def _spawn(
 
 def _aborted(name: str) -> ToolExecutionResult:
     return failure("script", name, ErrorCode.ABORTED, "the run was cancelled")
-
-
-def _asked_call(message: dict[str, Any]) -> tuple[str, dict[str, JsonValue]]:
-    arguments = message.get("arguments")
-    return str(message.get("name")), arguments if type(arguments) is dict else {}
 
 
 def _answer_json(result: ToolExecutionResult) -> dict[str, Any]:

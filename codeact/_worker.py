@@ -8,12 +8,18 @@ configuration or a secret. Protocol (one JSON object per line):
 
     host -> worker   {"op": "init", "limits": {...}, "modules": [...], "confinement": "...",
                       "user": 65534 | null, "workdir": "..."}
-                     {"op": "run", "source": "...", "tools": {"name": ["param", ...]}}
+                     {"op": "run", "run": N, "source": "...", "tools": {"name": ["param", ...]}}
                      {"op": "result", "ok": true, "value": ...} | {"ok": false, "code", "message"}
-                     {"op": "reset"} | {"op": "exit"}
+                     {"op": "results", "results": [...]}
+                     {"op": "reset", "run": N} | {"op": "exit"}
     worker -> host   {"op": "ready", "confinement": {...}} | {"op": "refused", "confinement": {...}}
-                     {"op": "call", "name": ..., "arguments": {...}}
-                     {"op": "done", "outcome": {...}} | {"op": "reset_done"}
+                     {"op": "call", "run": N, "name": ..., "arguments": {...}}
+                     {"op": "calls", "run": N, "calls": [{"name": ..., "arguments": {...}}, ...]}
+                     {"op": "output", "run": N, "text": "..."}
+                     {"op": "done", "run": N, "outcome": {...}} | {"op": "reset_done", "run": N}
+
+Every message of a run echoes the run's number N: the host refuses (and kills) a worker
+whose message belongs to another run, so no run can ever read another's answer.
 """
 
 from __future__ import annotations
@@ -128,8 +134,10 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
     sandbox.teardown_generation = 2
     signal.signal(signal.SIGUSR1, lambda signum, frame: sandbox.abort())
 
+    current = {"run": 0}  # the number of the run being served, echoed in its messages
+
     def call_tool(name: str, arguments: dict[str, JsonValue]) -> JsonValue:
-        channel.send({"op": "call", "name": name, "arguments": arguments})
+        channel.send({"op": "call", "run": current["run"], "name": name, "arguments": arguments})
         answer = channel.receive()
         if answer.get("ok"):
             value: JsonValue = answer.get("value")
@@ -138,7 +146,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
 
     def call_tools(batch: list[tuple[str, dict[str, JsonValue]]]) -> list[Any]:
         calls = [{"name": name, "arguments": arguments} for name, arguments in batch]
-        channel.send({"op": "calls", "calls": calls})
+        channel.send({"op": "calls", "run": current["run"], "calls": calls})
         answer = channel.receive()
         results = answer.get("results")
         if answer.get("op") != "results" or type(results) is not list or len(results) != len(batch):
@@ -154,13 +162,14 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         ]
 
     def print_to_host(text: str) -> None:  # what the script prints, as it prints it
-        channel.send({"op": "output", "text": text})
+        channel.send({"op": "output", "run": current["run"], "text": text})
 
     channel.send({"op": "ready", "confinement": report.to_json()})
     while True:
         message = channel.receive()
         op = message.get("op")
         if op == "run":
+            current["run"] = message.get("run", 0)
             tools = {name: tuple(params) for name, params in message.get("tools", {}).items()}
             outcome = sandbox.run(
                 message["source"],
@@ -169,10 +178,10 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
                 call_tools=call_tools,
                 on_output=print_to_host if message.get("stream_output") else None,
             )
-            channel.send_encoded(_done(outcome))
+            channel.send_encoded(_done(outcome, current["run"]))
         elif op == "reset":
             sandbox.reset()
-            channel.send({"op": "reset_done"})
+            channel.send({"op": "reset_done", "run": message.get("run", 0)})
         elif op == "exit":
             sandbox.close()
             return
@@ -189,16 +198,16 @@ def _confine(init: dict[str, Any]) -> ConfinementReport:
     return confine(workdir=init.get("workdir") or os.getcwd(), user=init.get("user"))
 
 
-def _done(outcome: ScriptOutcome) -> bytes:
+def _done(outcome: ScriptOutcome, run: Any) -> bytes:
     """The run's last message, encoded once; an outcome too large for the channel becomes
     an error that says so."""
-    line = encoded({"op": "done", "outcome": outcome_to_json(outcome)})
+    line = encoded({"op": "done", "run": run, "outcome": outcome_to_json(outcome)})
     if len(line) <= MAX_OUTCOME_BYTES:
         return line
     message = f"the run's outcome is {len(line):,} bytes (limit {MAX_OUTCOME_BYTES:,})"
     error = ScriptError(code=ErrorCode.CODE_RESOURCE_LIMIT, message=message)
     bounded = ScriptOutcome(tool_calls=outcome.tool_calls, error=error)
-    return encoded({"op": "done", "outcome": outcome_to_json(bounded)})
+    return encoded({"op": "done", "run": run, "outcome": outcome_to_json(bounded)})
 
 
 def encoded(message: dict[str, Any]) -> bytes:

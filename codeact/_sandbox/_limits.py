@@ -10,6 +10,7 @@ facades wrap infinite and combinatorial iterators in Python generators.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
@@ -207,10 +208,22 @@ class _ResidentMemory:
     Ordinary file reads release the GIL; a script thread doing one huge operation
     after another would then take it back each time and starve the watchdog. A
     ``pread`` through ``ctypes.PyDLL`` keeps the GIL for the few microseconds it takes.
+
+    The file is opened per process: ``/proc/self`` names the process that opened it, so a
+    worker forked from a template would otherwise read the template's memory, and no
+    memory limit would hold in it.
     """
 
     def __init__(self) -> None:
         self._buffer = ctypes.create_string_buffer(128)
+        self._fd = -1
+        self.reopen()
+
+    def reopen(self) -> None:
+        """Read this process's own file (called in every child right after a fork)."""
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
         try:
             self._fd = os.open("/proc/self/statm", os.O_RDONLY)
             self._pread = ctypes.PyDLL(None).pread
@@ -230,6 +243,8 @@ class _ResidentMemory:
 
 
 resident_bytes = _ResidentMemory()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=resident_bytes.reopen)
 
 
 def _cpu_clock(thread_id: int) -> int | None:

@@ -1,0 +1,127 @@
+"""What a worker may send during a run, checked by the host before anything is believed.
+
+The worker is the boundary: a script that escaped the interpreter owns it, and writes
+whatever it likes to its end of the channel. So every message of a run is checked for
+its run number, its kind and its shape, and anything a well-behaved worker never sends
+(``Forged``) costs the worker its life. What the run did is the host's own record: the
+calls the host answered, the output it passed on; the worker's outcome supplies only
+the value and the error, both bounded here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ._exceptions import ErrorCode
+from ._json import JsonValue
+from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
+from ._sandbox._outcome import outcome_from_json
+
+MAX_ERROR_CHARS = 4_000  # the interpreter's own bound on an error message
+MAX_LINE_CHARS = 1_000  # a source line, an exception's kind, a hint
+OUTPUT_NOTE_CHARS = 200  # room for the interpreter's own "output truncated" line
+RUN_OPS = frozenset({"call", "calls", "output", "done"})
+# The codes a run can end with (a tool's own code reaches the model inside the message).
+RUN_CODES = frozenset(
+    {
+        ErrorCode.ABORTED,
+        ErrorCode.CODE_SYNTAX_ERROR,
+        ErrorCode.CODE_RUNTIME_ERROR,
+        ErrorCode.CODE_SECURITY_VIOLATION,
+        ErrorCode.CODE_RESOURCE_LIMIT,
+    }
+)
+
+
+class Forged(Exception):
+    """A message no well-behaved worker sends: another run's, unknown, or misshapen."""
+
+
+def checked(message: dict[str, Any], run: int) -> str:
+    """The message's kind, once it is known to belong to ``run`` and to be one a run has."""
+    if message.get("run") != run:  # a stale or forged message: another run's answer
+        raise Forged("a message that belongs to another run")
+    op = message.get("op")
+    if op not in RUN_OPS:  # anything else is out of order here
+        raise Forged(f"an unexpected message during a run ({str(op)[:40]!r})")
+    return op  # type: ignore[no-any-return]
+
+
+def asked_calls(
+    message: dict[str, Any], op: str, bound: Collection[str]
+) -> list[tuple[str, dict[str, JsonValue]]]:
+    """The calls a ``call`` or ``calls`` message asks for; only tools this run bound.
+
+    The interpreter never asks for a tool it was not given, so a name outside ``bound``
+    (of any length or type) is forged, not an unknown tool to report back.
+    """
+    if op == "call":
+        return [_asked(message, bound)]
+    calls = message.get("calls")
+    if type(calls) is not list or not calls:
+        raise Forged("a batch of calls that is not a list of calls")
+    return [_asked(call, bound) for call in calls]
+
+
+def _asked(call: Any, bound: Collection[str]) -> tuple[str, dict[str, JsonValue]]:
+    if type(call) is not dict:
+        raise Forged("a call that is not an object")
+    name, arguments = call.get("name"), call.get("arguments")
+    if type(name) is not str or name not in bound:  # a forged name never reaches dispatch
+        raise Forged("a call to a tool the run did not bind")
+    if type(arguments) is not dict:
+        raise Forged("a call whose arguments are not an object")
+    return name, arguments
+
+
+def printed_text(message: dict[str, Any]) -> str:
+    text = message.get("text")
+    if type(text) is not str:
+        raise Forged("printed output that is not text")
+    return text
+
+
+def host_outcome(
+    message: dict[str, Any], records: Sequence[ToolCallRecord], limits: Limits
+) -> ScriptOutcome:
+    """The run's outcome as the host reports it: the value and error from the worker
+    (checked, bounded), the tool calls from the host's own record, output bounded."""
+    try:
+        claimed = outcome_from_json(message.get("outcome"))
+    except (TypeError, ValueError, AttributeError):
+        raise Forged("an outcome of the wrong shape") from None
+    error = claimed.error
+    if error is not None:
+        if error.code not in RUN_CODES:  # programs match on codes: only a run's own
+            raise Forged("an outcome with an unknown error code")
+        error = _bounded_error(error)
+    return ScriptOutcome(
+        value=claimed.value,
+        output=bounded(claimed.output, limits.max_output_chars + OUTPUT_NOTE_CHARS),
+        tool_calls=tuple(records),  # the host's record, never the worker's claim
+        error=error,
+    )
+
+
+def _bounded_error(error: ScriptError) -> ScriptError:
+    return replace(
+        error,
+        message=bounded(error.message, MAX_ERROR_CHARS),
+        kind=bounded(error.kind, MAX_LINE_CHARS),
+        source_line=None
+        if error.source_line is None
+        else bounded(error.source_line, MAX_LINE_CHARS),
+        hint=None if error.hint is None else bounded(error.hint, MAX_LINE_CHARS),
+    )
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit:,} more characters]"
+
+
+__all__ = ["Forged", "asked_calls", "bounded", "checked", "host_outcome", "printed_text"]

@@ -1,0 +1,192 @@
+"""A worker that turns hostile on request, as code that escaped the interpreter would.
+
+Test-only: started only by tests that name this module as the worker module. It is the
+real worker (confined the same way, serving the same protocol) until a run's source
+starts with ``#hostile: <behaviour>``; then, instead of running the script, it does to
+the host what an escaped script could do with the worker's end of the channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from codeact._worker import Channel, serve
+
+PIPE_FULL = 1 << 20  # far more than a pipe buffer holds
+
+
+class HostileChannel(Channel):
+    """The worker's channel, with the raw writer at hand for what a real worker never sends."""
+
+    def receive(self) -> dict[str, Any]:
+        message = super().receive()
+        source = message.get("source")
+        if (
+            message.get("op") == "run"
+            and isinstance(source, str)
+            and source.startswith("#hostile:")
+        ):
+            behaviour = source.split(":", 1)[1].split()[0]
+            BEHAVIOURS[behaviour](self, message["run"])
+            return self.receive()  # for those that live on: the host's next message
+        return message
+
+    def raw(self, data: bytes) -> None:
+        self.send_encoded(data)
+
+    def line(self, message: dict[str, Any]) -> None:
+        self.raw(json.dumps(message).encode() + b"\n")
+
+
+def done(run: int, value: Any = None, **outcome: Any) -> dict[str, Any]:
+    return {"op": "done", "run": run, "outcome": {"value": value, **outcome}}
+
+
+def hang() -> None:
+    while True:  # the host must kill us
+        time.sleep(3600)
+
+
+def stall(channel: HostileChannel, run: int) -> None:
+    hang()
+
+
+def flood(channel: HostileChannel, run: int) -> None:
+    text = "x" * 4_096
+    while True:
+        channel.line({"op": "output", "run": run, "text": text})
+
+
+def endless_line(channel: HostileChannel, run: int) -> None:
+    chunk = b"a" * 65_536
+    while True:
+        channel.raw(chunk)
+
+
+def garbage(channel: HostileChannel, run: int) -> None:
+    channel.raw(b"\x00\x01 this is not JSON \xfe\n")
+    hang()
+
+
+def deep(channel: HostileChannel, run: int) -> None:
+    channel.raw(b"[" * 200_000 + b"\n")
+    hang()
+
+
+def partial(channel: HostileChannel, run: int) -> None:
+    channel.raw(b'{"op": "done", "run": ')
+    hang()
+
+
+def invalid_utf8(channel: HostileChannel, run: int) -> None:
+    channel.raw(b'{"op": "done", "run": ' + str(run).encode() + b', "outcome": "\xff\xfe"}\n')
+    hang()
+
+
+def forged_run(channel: HostileChannel, run: int) -> None:
+    channel.line(done(run + 1, "forged"))
+    hang()
+
+
+def earlier_run(channel: HostileChannel, run: int) -> None:
+    channel.line(done(run - 1, "stale"))
+    hang()
+
+
+def unknown_op(channel: HostileChannel, run: int) -> None:
+    channel.line({"op": "ready", "run": run, "confinement": {}})
+    hang()
+
+
+def forged_calls(channel: HostileChannel, run: int) -> None:
+    channel.line({"op": "calls", "run": run, "calls": [{"name": "os.system", "arguments": {}}]})
+    hang()
+
+
+def misshapen_calls(channel: HostileChannel, run: int) -> None:
+    channel.line({"op": "calls", "run": run, "calls": ["add", 1, None]})
+    hang()
+
+
+def too_many_calls(channel: HostileChannel, run: int) -> None:
+    calls = [{"name": "add", "arguments": {"a": 1}}] * 5_000
+    channel.line({"op": "calls", "run": run, "calls": calls})
+    hang()
+
+
+def never_reads(channel: HostileChannel, run: int) -> None:
+    """Ask for an answer larger than a pipe buffer, then never read it."""
+    channel.line({"op": "call", "run": run, "name": "big", "arguments": {"size": PIPE_FULL}})
+    hang()
+
+
+def wrong_code(channel: HostileChannel, run: int) -> None:
+    error = {"code": "POLICY_DENIED", "message": "forged", "kind": ""}
+    channel.line(done(run, error=error))
+    hang()
+
+
+def bad_outcome(channel: HostileChannel, run: int) -> None:
+    channel.line({"op": "done", "run": run, "outcome": {"tool_calls": "all of them"}})
+    hang()
+
+
+def huge_error(channel: HostileChannel, run: int) -> None:
+    """Live on, but claim a 15 MB error and calls that never happened."""
+    error = {"code": "CODE_RUNTIME_ERROR", "message": "E" * 15_000_000, "kind": "X" * 100_000}
+    claimed = [{"name": "add", "ok": True, "code": None}] * 50
+    channel.line(done(run, error=error, tool_calls=claimed, output="o" * 5_000_000))
+
+
+def hides_calls(channel: HostileChannel, run: int) -> None:
+    """Live on: make 50 real calls, then claim none and an output far over the limit."""
+    for number in range(50):
+        channel.line({"op": "call", "run": run, "name": "add", "arguments": {"a": number}})
+        channel.receive()
+    channel.line(done(run, "hidden", tool_calls=[], output="o" * 5_000_000))
+
+
+BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
+    function.__name__: function
+    for function in (
+        stall,
+        flood,
+        endless_line,
+        garbage,
+        deep,
+        partial,
+        invalid_utf8,
+        forged_run,
+        earlier_run,
+        unknown_op,
+        forged_calls,
+        misshapen_calls,
+        too_many_calls,
+        never_reads,
+        wrong_code,
+        bad_outcome,
+        huge_error,
+        hides_calls,
+    )
+}
+
+
+def main() -> None:
+    reader = os.fdopen(os.dup(0), "rb")
+    writer = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    with contextlib.suppress(EOFError, BrokenPipeError, OSError, ValueError):
+        serve(HostileChannel(reader, writer))
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
