@@ -96,6 +96,10 @@ class SessionGates:
             if gate.users == 0:
                 self._gates.pop(session, None)
 
+    def active(self, session: str) -> bool:
+        """Is a run of ``session`` running or waiting its turn?"""
+        return session in self._gates
+
     async def run(
         self, session: str, work: Callable[[], Awaitable[ScriptOutcome]]
     ) -> ScriptOutcome:

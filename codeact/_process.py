@@ -53,6 +53,8 @@ from ._threads import SessionThread
 from ._worker_messages import Forged, asked_calls, checked, host_outcome, printed_text
 
 WARM_WORKERS = 2
+MAX_SESSIONS = 64  # live sessions (so workers) per executor; idle ones make room, oldest first
+MAX_REMEMBERED_EVICTIONS = 4_096
 IDLE_SECONDS = 300.0
 KILL_GRACE_SECONDS = 1.0
 ABORT_GRACE_SECONDS = 1.0
@@ -116,6 +118,7 @@ class Worker:
         self.confinement = ConfinementReport()
         self._aborting = False  # a cancelled run: calls still asked for are not run
         self._runs = 0  # the number of the latest run (or reset): its messages echo it
+        self.untouched_by_last_run = True  # no call answered, no output passed on
         self._served = threading.Event()  # set when no run is being served
         self._thread = SessionThread(f"codeact-serve-{process.pid}")  # serves its runs
         self._served.set()
@@ -307,6 +310,7 @@ class Worker:
             raise
         finally:
             self.last_used = time.monotonic()
+            self.untouched_by_last_run = not serving.records and not serving.output_chars
 
     async def _first_message(self, serving: _Serving) -> dict[str, Any]:
         """The worker's first message of a run other than printed output (which is passed
@@ -463,12 +467,31 @@ class Worker:
     def _wait_exit(self) -> None:
         self.process.wait()
 
+    @property
+    def runs(self) -> int:
+        """Runs (and resets) this worker was given."""
+        return self._runs
+
+    @property
+    def died_with_template(self) -> bool:
+        return isinstance(self.process, ForkedProcess) and self.process.ended_with_template
+
+    @property
+    def usable(self) -> bool:
+        """Can this spare still serve a session? Alive, and so is the template it was forked
+        from (a template's death takes its workers along, a moment later)."""
+        if self.dead or self.process.poll() is not None:
+            return False
+        return not (isinstance(self.process, ForkedProcess) and self.process.orphaned)
+
     def _describe_exit(self) -> str:
         self.dead = True
         try:
             code = self.process.wait(KILL_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
             return "the worker stopped answering"
+        if isinstance(self.process, ForkedProcess) and self.process.ended_with_template:
+            return "the worker template died, and its workers with it"
         if code < 0:
             name = signal.Signals(-code).name
             if -code == signal.SIGKILL:
@@ -583,6 +606,20 @@ def _answer_json(result: ToolExecutionResult) -> dict[str, Any]:
     return {"op": "result", "ok": True, "value": thaw(result.value)}
 
 
+class AtCapacity(Exception):
+    """Every session the executor may keep is busy."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the executor serves at most {limit} sessions at once and all of them are "
+            "running scripts; try again when one has finished"
+        )
+
+
+def _failed(code: str, message: str) -> ScriptOutcome:
+    return ScriptOutcome(error=ScriptError(code=code, message=message, kind="SessionLimit"))
+
+
 def _lost(code: str, reason: str, calls: Sequence[ToolCallRecord] = ()) -> ScriptOutcome:
     message = f"{reason}; the session's state was lost and a fresh worker will serve the next run"
     error = ScriptError(code=code, message=message, kind="WorkerLost")
@@ -612,8 +649,17 @@ class ProcessExecutor:
         worker_user: int | None = UNPRIVILEGED_ID,
         worker_prefix: Sequence[str] = (),
         template: bool = True,
+        max_sessions: int = MAX_SESSIONS,
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
+
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self.max_sessions = max_sessions
+        # why sessions were closed behind their backs, told on their next run (oldest
+        # forgotten first)
+        self._evicted: dict[str, str] = {}
+        self._claimed: set[str] = set()  # new sessions between the cap's check and a worker
 
         self.limits = limits or Limits()
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
@@ -681,27 +727,42 @@ class ProcessExecutor:
         call_tool_now: SyncToolCaller | None,
         on_output: OutputListener | None = None,
     ) -> ScriptOutcome:
-        try:
-            worker = await self._worker_for(session)
-        except (WorkerLost, OSError, TimeoutError) as error:
-            return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
-        try:
-            outcome = await worker.run(
-                source,
-                tools,
-                call_tool,
-                self.limits,
-                call_tools,
-                call_tool_now,
-                self._threads,
-                on_output=on_output,
+        why = self._evicted.pop(session, None)
+        if why is not None:
+            return _failed(
+                ErrorCode.CODE_RESOURCE_LIMIT,
+                f"this session was closed ({why}) and its names are gone; nothing of this "
+                "script ran: run it again with everything it needs",
             )
-        finally:
-            if worker.dead and self._sessions.get(session) is worker:
-                self._sessions.pop(session, None)
-        if worker.dead:
-            await worker.kill()
-        self._refill()
+        for _attempt in range(2):
+            try:
+                worker = await self._worker_for(session)
+            except AtCapacity as full:
+                return _failed(ErrorCode.CODE_RESOURCE_LIMIT, str(full))
+            except (WorkerLost, OSError, TimeoutError) as error:
+                return _lost(ErrorCode.CODE_RUNTIME_ERROR, f"no worker could be started ({error})")
+            fresh = worker.runs == 0
+            try:
+                outcome = await worker.run(
+                    source,
+                    tools,
+                    call_tool,
+                    self.limits,
+                    call_tools,
+                    call_tool_now,
+                    self._threads,
+                    on_output=on_output,
+                )
+            finally:
+                if worker.dead and self._sessions.get(session) is worker:
+                    self._sessions.pop(session, None)
+            if worker.dead:
+                await worker.kill()
+            self._refill()
+            # A spare handed out as its template died: nothing of the run reached the
+            # host (no call, no output) and it had no state, so it runs again, once.
+            if not (fresh and worker.died_with_template and worker.untouched_by_last_run):
+                return outcome
         return outcome
 
     async def reset(self, session: str) -> None:
@@ -715,6 +776,7 @@ class ProcessExecutor:
                     await worker.kill()
 
     async def close_session(self, session: str) -> None:
+        self._evicted.pop(session, None)
         worker = self._sessions.pop(session, None)
         if worker is not None:
             await worker.close()
@@ -743,15 +805,59 @@ class ProcessExecutor:
         return [*self._spare, *self._sessions.values()]
 
     async def _worker_for(self, session: str) -> Worker:
-        """The session's worker; called under the session's gate, so started once."""
+        """The session's worker; called under the session's gate, so started once.
+
+        A new session past ``max_sessions`` takes the place of the session idle the
+        longest; when every session is busy it is refused (``AtCapacity``)."""
         worker = self._sessions.get(session)
-        if worker is None or worker.dead:
-            worker = self._spare.pop() if self._spare else await self._start()
-            if self._closed:
-                await worker.close()
-                raise WorkerLost("the executor was closed")
-            self._sessions[session] = worker
+        if worker is not None and not worker.dead:
+            return worker
+        if worker is None:
+            await self._make_room(session)
+        self._claimed.add(session)
+        try:
+            worker = await self._usable_spare() or await self._start()
+        finally:
+            self._claimed.discard(session)
+        if self._closed:
+            await worker.close()
+            raise WorkerLost("the executor was closed")
+        self._sessions[session] = worker
         return worker
+
+    async def _make_room(self, session: str) -> None:
+        if len(self._sessions) + len(self._claimed) < self.max_sessions:
+            return
+        idle = [
+            (worker.last_used, name)
+            for name, worker in self._sessions.items()
+            if name != session and not self._gates.active(name)
+        ]
+        if not idle:
+            raise AtCapacity(self.max_sessions)
+        _, oldest = min(idle)
+        limit = self.max_sessions
+        await self._evict(oldest, f"idle the longest when a new session needed room ({limit} max)")
+
+    async def _evict(self, session: str, why: str) -> None:
+        """Close an idle session's worker; its next run is told why its names are gone."""
+        self._evicted[session] = why
+        while len(self._evicted) > MAX_REMEMBERED_EVICTIONS:
+            del self._evicted[next(iter(self._evicted))]
+        worker = self._sessions.pop(session, None)
+        if worker is not None:
+            await worker.close()
+
+    async def _usable_spare(self) -> Worker | None:
+        """A spare checked before it is handed out; those that died (with their template,
+        say) are closed, and the pool refilled."""
+        while self._spare:
+            worker = self._spare.pop(0)  # the oldest first: no spare waits for ever
+            if worker.usable:
+                return worker
+            await worker.kill()
+            self._refill()
+        return None
 
     async def _start(self) -> Worker:
         if self._closed:
@@ -850,9 +956,9 @@ class ProcessExecutor:
         """Close the workers of sessions idle for longer than ``idle_seconds``."""
         now = time.monotonic()
         for session, worker in list(self._sessions.items()):
-            if now - worker.last_used > self.idle_seconds:
-                self._sessions.pop(session, None)
-                await worker.close()
+            idle = not self._gates.active(session)
+            if idle and now - worker.last_used > self.idle_seconds:
+                await self._evict(session, f"it was idle for more than {self.idle_seconds:g} s")
 
 
 def sweep_stale_folders(root: str | None = None) -> list[str]:

@@ -55,13 +55,23 @@ def available() -> bool:
 class ForkedProcess:
     """A worker forked from the template, with the part of ``Popen`` the host uses."""
 
-    def __init__(self, pid: int, pidfd: int, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    def __init__(
+        self, pid: int, pidfd: int, stdin: IO[bytes], stdout: IO[bytes], template: WorkerTemplate
+    ) -> None:
         self.pid = pid
         self.stdin = stdin
         self.stdout = stdout
         self.returncode: int | None = None
+        self.ended_with_template = False  # why it ended, when its template took it along
+        self._template = template
         self._pidfd = pidfd
         self._ended = threading.Event()
+
+    @property
+    def orphaned(self) -> bool:
+        """Its template is gone: the worker is dying of its parent-death signal, if not
+        dead already (the template's reader may not have said so yet)."""
+        return not self._template.alive
 
     def poll(self) -> int | None:
         return self.returncode
@@ -83,10 +93,11 @@ class ForkedProcess:
             with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self._pidfd, number)
 
-    def ended(self, code: int) -> None:
+    def ended(self, code: int, *, with_template: bool = False) -> None:
         """The template reaped it (or died, taking it along)."""
         if not self._ended.is_set():
             self.returncode = code
+            self.ended_with_template = with_template
             with contextlib.suppress(OSError):
                 os.close(self._pidfd)
             self._ended.set()
@@ -190,6 +201,7 @@ class WorkerTemplate:
             fds[0],
             os.fdopen(to_worker_write, "wb", buffering=0),
             os.fdopen(from_worker_read, "rb", buffering=0),
+            self,
         )
         with self._replied:
             self._children[pid] = child
@@ -225,7 +237,7 @@ class WorkerTemplate:
             self._children.clear()
             self._replied.notify_all()
         for child in children:
-            child.ended(-signal.SIGKILL)
+            child.ended(-signal.SIGKILL, with_template=True)
 
     def _child_ended(self, pid: object, code: object) -> None:
         if type(pid) is not int or type(code) is not int:

@@ -125,7 +125,9 @@ async def test_a_stall_in_c_code_is_killed_at_the_deadline() -> None:
 async def test_a_hundred_concurrent_sessions_leave_nothing_behind() -> None:
     before_children, before_fds = children(), open_descriptors()
     # generous limits: a hundred workers starting at once on two cores are slow to answer
-    executor = ProcessExecutor(limits=Limits(wall_seconds=60.0, cpu_seconds=30.0), warm=0)
+    executor = ProcessExecutor(
+        limits=Limits(wall_seconds=60.0, cpu_seconds=30.0), warm=0, max_sessions=100
+    )
     outcomes: dict[int, ScriptOutcome] = {}
 
     async def session(number: int) -> None:
@@ -254,3 +256,65 @@ def test_an_outcome_from_a_worker_is_read_or_refused_never_half_read(data: objec
     assert all(isinstance(c.name, str) and isinstance(c.ok, bool) for c in outcome.tool_calls)
     if outcome.error is not None:
         assert isinstance(outcome.error.message, str)
+
+
+async def test_past_the_session_cap_the_idlest_session_makes_room_and_is_told() -> None:
+    executor = ProcessExecutor(limits=LIMITS, warm=0, max_sessions=3)
+    try:
+        for name in ("a", "b", "c"):
+            assert (await run(executor, f"mine = {name!r}", session=name)).ok
+        assert (await run(executor, "mine", session="a")).value == "a"  # now b is the idlest
+        assert (await run(executor, "mine = 'd'", session="d")).ok
+        assert sorted(executor._sessions) == ["a", "c", "d"]
+        assert len(executor.workers) == 3
+        told = await run(executor, "mine", session="b")
+        assert told.error is not None
+        assert told.error.code == "CODE_RESOURCE_LIMIT"
+        assert "idle the longest" in told.error.message
+        assert "nothing of this script ran" in told.error.message
+        assert (await run(executor, "mine = 'b again'\nmine", session="b")).value == "b again"
+        assert len(executor.workers) == 3
+    finally:
+        await executor.aclose()
+
+
+async def test_when_every_session_is_busy_a_new_one_gets_a_clear_error() -> None:
+    executor = ProcessExecutor(limits=Limits(wall_seconds=30.0), warm=0, max_sessions=2)
+    release = anyio.Event()
+    entered: list[str] = []
+
+    @tool
+    async def hold() -> int:
+        """Wait until the test lets go."""
+        entered.append("hold")
+        await release.wait()
+        return 1
+
+    base = ToolRegistry()
+    base.register(hold)
+
+    async def call_tool(name: str, arguments: dict[str, object]) -> ToolExecutionResult:
+        return await base.execute(ToolCall("t", name, arguments))  # type: ignore[arg-type]
+
+    async def busy(session: str) -> None:
+        outcome = await executor.run(
+            "hold()", session=session, tools={"hold": ()}, call_tool=call_tool
+        )
+        assert outcome.value == 1
+
+    try:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(busy, "one")
+                tasks.start_soon(busy, "two")
+                while len(entered) < 2:
+                    await anyio.sleep(0.02)
+                refused = await run(executor, "1", session="three")
+                release.set()
+        assert refused.error is not None
+        assert refused.error.code == "CODE_RESOURCE_LIMIT"
+        assert "at most 2 sessions at once" in refused.error.message
+        assert len(executor.workers) == 2
+        assert (await run(executor, "add(1, 2)", session="three")).value == 3  # room again
+    finally:
+        await executor.aclose()

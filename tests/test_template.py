@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import pytest
 
 from codeact._process import ProcessExecutor
+from codeact._sandbox import Limits
 from codeact._template import available
 from tests.test_process import LIMITS, children, killed_mid_run, run
 
@@ -93,11 +96,40 @@ async def test_when_the_template_dies_its_workers_die_and_the_next_run_still_wor
         lost = await run(executor, "1", session="a")
         assert lost.error is not None
         assert "state was lost" in lost.error.message
+        assert "the worker template died" in lost.error.message  # not "out of memory"
         assert (await run(executor, "add(4, 4)", session="a")).value == 8
         assert (await run(executor, "add(5, 5)", session="b")).value == 10
     finally:
         await executor.aclose()
     assert children() == set()
+
+
+async def test_after_the_template_is_killed_every_new_sessions_first_run_succeeds() -> None:
+    async with ProcessExecutor(limits=LIMITS, warm=2) as executor:
+        assert await executor.prepare()
+        template = executor.template_pid
+        with anyio.fail_after(60):  # spares forked from the template
+            for number in itertools.count():
+                if len(executor._spare) == 2:
+                    if all(parent_of(w.pid) == template for w in executor._spare):
+                        break
+                    # one started before the template was ready: hand it to a session
+                    assert (await run(executor, "1", session=f"first{number}")).ok
+                await anyio.sleep(0.05)
+        spares = {w.pid for w in executor._spare}
+        assert template is not None
+        os.kill(template, signal.SIGKILL)
+        with anyio.fail_after(20):
+            while descendants_alive({template}):
+                await anyio.sleep(0.01)
+        for number in range(4):  # at once, and again while the pool refills
+            outcome = await run(executor, f"add({number}, 1)", session=f"new{number}")
+            assert outcome.value == number + 1, outcome.error
+            assert executor._sessions[f"new{number}"].pid not in spares
+        with anyio.fail_after(30):  # a new template, for the workers after these
+            while executor.template_pid in (None, template):
+                await executor.prepare()
+        assert (await run(executor, "add(2, 2)", session="later")).value == 4
 
 
 async def test_many_sessions_fork_at_once_and_closing_leaves_no_process() -> None:
@@ -141,3 +173,43 @@ async def test_forked_workers_do_not_share_random_state() -> None:
         await executor.aclose()
     assert len(set(draws)) == 3
     assert len(set(tokens)) == 3
+
+
+# Each limit, as a script meets it; the words of the error that names the limit.
+LIMIT_SCRIPTS = {
+    # 250 MB, under the kernel's address-space backstop: the watchdog must see it
+    "memory": (
+        "kept = ['x' * 1_000 + str(i) for i in range(240_000)]\nlen(kept)",
+        "memory (128 MiB)",
+    ),
+    "cpu": ("n = 0\nwhile True:\n    n += 1", "CPU time"),
+    "output": ("for i in range(10_000):\n    print('x' * 100)", "printed more than"),
+    "tool calls": ("for i in range(200):\n    add(i, 1)", "more than 100 tool calls"),
+}
+FORKED_LIMITS = Limits(
+    wall_seconds=30.0,
+    cpu_seconds=20.0,
+    memory_bytes=128 * 1024 * 1024,
+    max_output_chars=5_000,
+    max_tool_calls=100,
+)
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["forked", "started"])
+@pytest.mark.parametrize("limit", sorted(LIMIT_SCRIPTS))
+async def test_every_limit_holds_in_forked_and_started_workers(limit: str, forked: bool) -> None:
+    script, words = LIMIT_SCRIPTS[limit]
+    limits = replace(FORKED_LIMITS, cpu_seconds=1.0) if limit == "cpu" else FORKED_LIMITS
+    executor = ProcessExecutor(limits=limits, warm=0, template=forked)
+    try:
+        if forked:
+            assert await executor.prepare()
+        assert (await run(executor, "kept_before = 1")).ok
+        worker = executor._sessions["s"]
+        assert (parent_of(worker.pid) == executor.template_pid) is forked
+        outcome = await run(executor, script)
+        assert outcome.error is not None, outcome.value
+        assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+        assert words in outcome.error.message
+    finally:
+        await executor.aclose()
