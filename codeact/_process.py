@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -50,6 +48,7 @@ from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._template import ForkedProcess, WorkerTemplate
 from ._template import available as template_available
 from ._threads import SessionThread
+from ._worker_folders import FOLDER_PREFIX, new_folder, remove_folder, sweep_stale_folders
 from ._worker_messages import Forged, asked_calls, checked, host_outcome, printed_text
 
 WARM_WORKERS = 2
@@ -61,7 +60,6 @@ ABORT_GRACE_SECONDS = 1.0
 START_TIMEOUT_SECONDS = 30.0
 CHANNEL_SECONDS = 10.0  # the bound on a write or read outside a run (init, reset, exit)
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-FOLDER_PREFIX = "codeact-worker-"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 # All a worker (or the template it is forked from) inherits of the host's environment.
 WORKER_ENVIRONMENT = {
@@ -133,7 +131,7 @@ class Worker:
     ) -> Worker:
         """A worker started afresh, or forked from ``template`` (imports already paid)."""
         options = options or WorkerOptions()
-        workdir = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
+        workdir = new_folder()
         prefix = [part.replace("{workdir}", workdir) for part in options.prefix]
         process: subprocess.Popen[bytes] | ForkedProcess
         try:
@@ -145,7 +143,7 @@ class Worker:
                 # parent-death signal fires when the thread that started it ends.
                 process = _spawn(command, workdir, WORKER_ENVIRONMENT)
         except BaseException:  # cancelled or refused before there was a worker to kill
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_folder(workdir)
             raise
         worker = cls(process, workdir)
         try:
@@ -462,7 +460,7 @@ class Worker:
         self.process.wait()
         self._pipe.close()  # closed when the serving thread, if any, lets go of it
         self._thread.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        remove_folder(self.workdir)
 
     def _wait_exit(self) -> None:
         self.process.wait()
@@ -797,6 +795,7 @@ class ProcessExecutor:
         template, self._template = self._template, None
         if template is not None:
             await anyio.to_thread.run_sync(template.close)
+        await anyio.to_thread.run_sync(sweep_stale_folders)  # what could not go before
 
     # Pool ----------------------------------------------------------------------------
 
@@ -959,34 +958,14 @@ class ProcessExecutor:
             idle = not self._gates.active(session)
             if idle and now - worker.last_used > self.idle_seconds:
                 await self._evict(session, f"it was idle for more than {self.idle_seconds:g} s")
+        await anyio.to_thread.run_sync(sweep_stale_folders)  # failed removals, orphans
 
 
-def sweep_stale_folders(root: str | None = None) -> list[str]:
-    """Remove the folders of workers whose host is gone (killed before it could clean up)."""
-    root = root or tempfile.gettempdir()
-    removed: list[str] = []
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return removed
-    for name in names:
-        if not name.startswith(FOLDER_PREFIX):
-            continue
-        owner = name[len(FOLDER_PREFIX) :].partition("-")[0]
-        if owner.isdigit() and int(owner) != os.getpid() and not _process_exists(int(owner)):
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-            removed.append(name)
-    return removed
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-__all__ = ["ProcessExecutor", "Worker", "WorkerLost", "WorkerOptions", "sweep_stale_folders"]
+__all__ = [
+    "FOLDER_PREFIX",
+    "ProcessExecutor",
+    "Worker",
+    "WorkerLost",
+    "WorkerOptions",
+    "sweep_stale_folders",
+]
