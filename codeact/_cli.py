@@ -188,24 +188,34 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
 def command_doctor(options: argparse.Namespace) -> int:
     """Start one worker the way the process executor would and print what confines it."""
     from ._confine import ConfinementReport
-    from ._process import Worker, WorkerLost, WorkerOptions
+    from ._process import ProcessExecutor, Worker, WorkerLost, WorkerOptions
     from ._sandbox import Limits
 
-    async def check() -> ConfinementReport:
+    async def check() -> tuple[ConfinementReport, ConfinementReport | None]:
         worker = await Worker.start(Limits(), frozenset(), WorkerOptions())
         try:
-            return worker.confinement
+            executor = ProcessExecutor(warm=0)
+            try:  # the template workers are forked from, where this machine has one
+                template = executor.template_confinement if await executor.prepare() else None
+            finally:
+                await executor.aclose()
+            return worker.confinement, template
         finally:
             await worker.close()
 
     try:
-        report = anyio.run(check)
+        report, template = anyio.run(check)
     except (WorkerLost, OSError) as error:
         print(f"codeact: no worker could be started: {error}", file=sys.stderr)
         return EXIT_ERROR
     print("Kernel confinement of a worker process on this machine:")
     print(report.describe())
-    if report.complete:
+    if template is None:
+        print("Workers are started afresh here (no template to fork them from).")
+    else:
+        print("The template workers are forked from (it runs no script):")
+        print(template.describe())
+    if report.complete and (template is None or template.complete):
         print("All layers are active.")
         return EXIT_OK
     print("Missing layers leave a worker with fewer boundaries; confinement='require' refuses it.")

@@ -79,6 +79,11 @@ DENIED_SYSCALLS: dict[str, str] = {
     "setgroups": "change its identity",
     "personality": "change how the kernel treats it",
 }
+# What the template keeps of those: the workers it forks drop to an unprivileged user and
+# may enter a network namespace of their own before they confine themselves.
+TEMPLATE_NEEDS = frozenset(
+    {"unshare", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups"}
+)
 # Signals and thread creation are allowed only towards the worker itself (see _seccomp).
 SELF_ONLY_SYSCALLS = ("kill", "tkill", "tgkill", "clone")
 
@@ -172,6 +177,23 @@ def confine(
     _layer(report, "user", lambda: _drop_user(workdir, user))  # after Landlock opened its paths
     _layer(report, "parent_death_signal", lambda: _parent_death_signal(libc, parent))
     _layer(report, "seccomp", lambda: _seccomp(seccomp))  # last: it refuses the uid change
+    return report
+
+
+def confine_template() -> ConfinementReport:
+    """Confine the template workers are forked from, as far as a fork server can be:
+    ``no_new_privs`` and a filter that refuses what neither it nor a starting worker needs
+    (programs, sockets, tracing, kernel objects). Its children inherit both."""
+    report = ConfinementReport()
+    if not sys.platform.startswith("linux"):
+        reason = f"kernel confinement is implemented for Linux, not {sys.platform}"
+        report.missing.update({"no_new_privs": reason, "seccomp": reason})
+        return report
+    libc = ctypes.CDLL(None, use_errno=True)
+    seccomp = _load_seccomp()
+    denied = [name for name in DENIED_SYSCALLS if name not in TEMPLATE_NEEDS]
+    _layer(report, "no_new_privs", lambda: _no_new_privs(libc))
+    _layer(report, "seccomp", lambda: _seccomp(seccomp, denied, processes=True))
     return report
 
 
@@ -302,14 +324,22 @@ def _load_seccomp() -> Any:
     return pyseccomp
 
 
-def _seccomp(pyseccomp: Any) -> str:
+def _seccomp(
+    pyseccomp: Any, names: Iterable[str] = DENIED_SYSCALLS, *, processes: bool = False
+) -> str:
+    """Load a filter that refuses ``names``; unless ``processes`` (the template, which
+    forks), signals and new tasks stay within this process as well."""
     if isinstance(pyseccomp, BaseException):
         raise ImportError(f"pyseccomp (libseccomp) is not available: {pyseccomp}")
     denied = pyseccomp.ERRNO(errno.EPERM)
     rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
-    for name in DENIED_SYSCALLS:
+    names = list(names)
+    for name in names:
         with contextlib.suppress(RuntimeError, OSError, ValueError):  # absent on this arch
             rules.add_rule(denied, name)
+    if processes:
+        rules.load()
+        return f"{len(names)} system calls filtered"
     me = os.getpid()
     for name in ("kill", "tkill"):
         rules.add_rule(denied, name, pyseccomp.Arg(0, pyseccomp.NE, me))
@@ -320,7 +350,7 @@ def _seccomp(pyseccomp: Any) -> str:
     rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
     rules.set_attr(pyseccomp.Attr.CTL_TSYNC, 1)
     rules.load()
-    return f"{len(DENIED_SYSCALLS) + len(SELF_ONLY_SYSCALLS) + 1} system calls filtered"
+    return f"{len(names) + len(SELF_ONLY_SYSCALLS) + 1} system calls filtered"
 
 
 __all__ = [
@@ -330,4 +360,5 @@ __all__ = [
     "Confinement",
     "ConfinementReport",
     "confine",
+    "confine_template",
 ]

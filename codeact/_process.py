@@ -889,6 +889,12 @@ class ProcessExecutor:
         return (await self._template_for_workers()) is not None
 
     @property
+    def template_confinement(self) -> ConfinementReport | None:
+        """The kernel layers of the running worker template (its workers add their own)."""
+        template = self._template
+        return template.confinement if template is not None and template.alive else None
+
+    @property
     def template_pid(self) -> int | None:
         """The worker template's process id, while one is running."""
         template = self._template

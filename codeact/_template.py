@@ -34,6 +34,8 @@ import threading
 from collections.abc import Sequence
 from typing import IO, Any
 
+from ._confine import ConfinementReport
+
 MAX_CONTROL_BYTES = 65_536
 READY_TIMEOUT_SECONDS = 30.0
 
@@ -117,6 +119,7 @@ class WorkerTemplate:
         self._gone = False
         self.ready = threading.Event()
         self.failed = False
+        self.confinement = ConfinementReport()  # the template's own layers, once ready
         self._reader = threading.Thread(
             target=self._read, name="codeact-template-reader", daemon=True
         )
@@ -151,6 +154,10 @@ class WorkerTemplate:
         try:
             ready = _receive(self._control)[0]
         except (OSError, ValueError):
+            ready = {}
+        try:
+            self.confinement = ConfinementReport.from_json(ready.get("confinement"))
+        except ValueError:
             ready = {}
         if ready.get("op") != "ready":
             self.failed = True
@@ -295,13 +302,16 @@ def main() -> None:
     for name in PRELOADED:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    from codeact._confine import confine_template
+
+    confinement = confine_template()  # its children inherit it, then confine themselves further
     gc.collect()
     gc.freeze()  # what is here now is shared with every worker: never scanned, never copied
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda number, frame: None)
-    control.sendall(json.dumps({"op": "ready"}).encode())
+    control.sendall(json.dumps({"op": "ready", "confinement": confinement.to_json()}).encode())
     while True:
         readable, _, _ = select.select([control.fileno(), wake_read], [], [])
         if wake_read in readable:

@@ -213,3 +213,23 @@ async def test_every_limit_holds_in_forked_and_started_workers(limit: str, forke
         assert words in outcome.error.message
     finally:
         await executor.aclose()
+
+
+async def test_the_template_runs_with_no_new_privileges_and_a_filter() -> None:
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        assert await executor.prepare()
+        template = executor.template_pid
+        report = executor.template_confinement
+        assert template is not None and report is not None
+        assert set(report.active) == {"no_new_privs", "seccomp"}, report.missing
+        status = Path(f"/proc/{template}/status").read_text()
+        assert "\nNoNewPrivs:\t1\n" in status
+        assert "\nSeccomp:\t2\n" in status  # a filter is loaded
+        # its workers still fork, drop their user and confine themselves further
+        assert (await run(executor, "add(20, 22)", session="after")).value == 42
+        worker = executor._sessions["after"]
+        assert parent_of(worker.pid) == template
+        assert {"no_new_privs", "landlock", "seccomp"} <= set(worker.confinement.active)
+    finally:
+        await executor.aclose()
