@@ -221,7 +221,8 @@ async def test_the_template_runs_with_no_new_privileges_and_a_filter() -> None:
         assert await executor.prepare()
         template = executor.template_pid
         report = executor.template_confinement
-        assert template is not None and report is not None
+        assert template is not None
+        assert report is not None
         assert set(report.active) == {"no_new_privs", "seccomp"}, report.missing
         status = Path(f"/proc/{template}/status").read_text()
         assert "\nNoNewPrivs:\t1\n" in status
