@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -16,10 +18,14 @@ from ._call import ToolCall
 from ._code_mode import RUN_CODE, run_code_tool
 from ._exceptions import CodeActError
 from ._executors import Executor, InProcessExecutor
+from ._mcp_http import IDLE_SECONDS, MAX_SESSIONS, MAX_SESSIONS_PER_CLIENT
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult
 from ._sandbox import Limits
+
+if TYPE_CHECKING:
+    from ._modes import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -92,7 +98,13 @@ def make_executor(options: argparse.Namespace) -> Executor:
     if options.executor == "inprocess":
         return InProcessExecutor(limits=limits)
     if options.executor == "process":
-        return ProcessExecutor(limits=limits)
+        sessions = getattr(options, "max_sessions", None)
+        idle = getattr(options, "idle_seconds", None)
+        return ProcessExecutor(
+            limits=limits,
+            **({"max_sessions": sessions} if sessions else {}),
+            **({"idle_seconds": idle} if idle else {}),
+        )
     raise UsageFailure(f"unknown executor {options.executor!r}")
 
 
@@ -159,6 +171,13 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
     registry = build_registry(options)
     from ._modes import Runtime
 
+    if options.executor == "inprocess":
+        print(
+            "codeact: warning: --executor inprocess runs scripts in this server's own process, "
+            "behind the interpreter's guards alone; it is for trusted scripts. Untrusted "
+            "clients belong in worker processes (--executor process, the default).",
+            file=sys.stderr,
+        )
     runtime = Runtime(registry, mode=options.mode, executor=make_executor(options))
     server = mcp_server(runtime, mode=options.mode)
     if options.http:
@@ -166,23 +185,43 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
         if not port.isdigit():
             raise UsageFailure(f"--http takes HOST:PORT, not {options.http!r}")
         try:
-            import uvicorn
+            import uvicorn  # noqa: F401 - only to say what is missing
         except ImportError:
             raise UsageFailure("--http needs uvicorn: pip install 'codeact[mcp]'") from None
-        uvicorn.run(
-            server.streamable_http_app(host=host or "127.0.0.1"),
-            host=host or "127.0.0.1",
-            port=int(port),
-            log_level="warning",
+        from ._mcp_http import serve_http
+
+        anyio.run(
+            lambda: serve_http(
+                runtime,
+                server,
+                host=host or "127.0.0.1",
+                port=int(port),
+                max_sessions=options.max_sessions,
+                max_sessions_per_client=options.max_sessions_per_client,
+                idle_seconds=options.idle_seconds,
+            )
         )
     else:
 
         async def serve() -> None:
-            async with runtime:  # warm workers and the idle reaper while serving
+            # warm workers and the idle reaper while serving
+            async with runtime, anyio.create_task_group() as tasks:
+                tasks.start_soon(_stop_on_signal, runtime)
                 await serve_stdio(server)
+                tasks.cancel_scope.cancel()
 
         anyio.run(serve)
     return EXIT_OK
+
+
+async def _stop_on_signal(runtime: Runtime) -> None:
+    """SIGTERM or SIGINT: close every worker, then leave. The thread reading stdin cannot
+    be cancelled (it may wait for ever), so the process exits rather than waiting on it."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _number in signals:
+            with anyio.CancelScope(shield=True):
+                await runtime.aclose()
+            os._exit(EXIT_OK)
 
 
 def command_doctor(options: argparse.Namespace) -> int:
@@ -281,6 +320,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tool_options(serve)
     _add_run_options(serve)
     serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    serve.add_argument(
+        "--max-sessions",
+        type=_positive(int),
+        default=MAX_SESSIONS,
+        help=f"live client sessions (each a worker) at once (default {MAX_SESSIONS})",
+    )
+    serve.add_argument(
+        "--max-sessions-per-client",
+        type=_positive(int),
+        default=MAX_SESSIONS_PER_CLIENT,
+        help=f"open MCP sessions per client address, over HTTP (default {MAX_SESSIONS_PER_CLIENT})",
+    )
+    serve.add_argument(
+        "--idle-seconds",
+        type=_positive(float),
+        default=IDLE_SECONDS,
+        help=f"a session idle this long is closed (default {IDLE_SECONDS:g})",
+    )
     serve.set_defaults(handler=command_serve_mcp)
     doctor = commands.add_parser("doctor", help="show which kernel layers confine a worker here")
     doctor.set_defaults(handler=command_doctor)

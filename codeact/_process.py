@@ -866,17 +866,24 @@ class ProcessExecutor:
             sweep_stale_folders()
         self._pending_starts += 1
         try:
-            template = await self._template_for_workers(start=False)
-            if template is not None:
-                try:
-                    return await Worker.start(self.limits, self.modules, self.options, template)
-                except OSError:  # the template went away meanwhile: this one starts afresh
-                    pass
-            worker = await Worker.start(self.limits, self.modules, self.options)
-            await self._template_for_workers()  # for the next worker, now that this one is up
+            worker = await self._started()
+            if self._closed:  # closed meanwhile: the close waits for this one to go too
+                await worker.close()
+                raise WorkerLost("the executor was closed")
             return worker
         finally:
             self._pending_starts -= 1
+
+    async def _started(self) -> Worker:
+        template = await self._template_for_workers(start=False)
+        if template is not None:
+            try:
+                return await Worker.start(self.limits, self.modules, self.options, template)
+            except OSError:  # the template went away meanwhile: this one starts afresh
+                pass
+        worker = await Worker.start(self.limits, self.modules, self.options)
+        await self._template_for_workers()  # for the next worker, now that this one is up
+        return worker
 
     async def prepare(self) -> bool:
         """Start the worker template and wait until it is ready; True when workers will be

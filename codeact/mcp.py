@@ -27,6 +27,7 @@ from ._call import ToolCall
 from ._dispatch import progress_reporter
 from ._exceptions import ToolDefinitionError, ToolError
 from ._json import dumps, thaw
+from ._mcp_http import HTTP_SESSION
 from ._modes import Mode, Runtime
 from ._policy import Approver, RulePolicy, ask
 from ._registry import Owner, ToolRegistry
@@ -364,9 +365,6 @@ def mcp_server(
         finally:
             if session.startswith(REQUEST_SESSION):  # stateless: its session ends with it
                 await runtime.close_session(session)
-            reap = getattr(runtime.executor, "reap_idle", None)
-            if reap is not None:  # clients that went away: their sessions end when idle
-                await reap()
         value = None if result.is_error else thaw(result.value)
         structured = value if isinstance(value, dict) else None
         content = [_mcp_block(block) for block in result.content]
@@ -443,7 +441,9 @@ def client_session(context: Any) -> str:
     headers = getattr(request, "headers", None)
     if headers is not None:
         session_id = headers.get("mcp-session-id")
-        return f"mcp-http-{session_id}" if session_id else f"{REQUEST_SESSION}{uuid.uuid4().hex}"
+        if session_id:
+            return f"{HTTP_SESSION}{session_id}"
+        return f"{REQUEST_SESSION}{uuid.uuid4().hex}"
     connection = getattr(getattr(context, "session", None), "_connection", None)
     return f"mcp-connection-{id(connection)}"
 
