@@ -230,3 +230,17 @@ def test_sigterm_ends_a_stdio_server_with_its_workers_and_folders() -> None:
             stream.close()
     assert worker_folders_of(process.pid) == []
     assert all(_zombie(p) for p in workers if os.path.exists(f"/proc/{p}"))
+
+
+def test_serving_in_process_warns_that_it_is_for_trusted_scripts() -> None:
+    import subprocess
+
+    finished = subprocess.run(
+        [sys.executable, "-m", "codeact", "serve-mcp", "--executor", "inprocess"],
+        input=b"",  # no client: the server ends at once
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert b"for trusted scripts" in finished.stderr
+    assert b"--executor process" in finished.stderr
