@@ -10,6 +10,7 @@ from codeact._suite.compare import planned_tasks, run_suite
 
 from . import (
     advertisement,
+    channel,
     confinement,
     dispatch,
     executor,
@@ -26,6 +27,7 @@ for module in (
     interpreter,
     runtime,
     executor,
+    channel,
     gather,
     confinement,
     load,
