@@ -122,6 +122,7 @@ class Agent:
         compact: Callable[[Session], bool] | None = None,
         token_budget: int | None = None,
         name: str = "codeact",
+        script_session: str | None = None,
     ) -> None:
         self.name = name  # the agent's name in traces (gen_ai.agent.name)
         self._listeners: list[Callable[[AgentEvent], None]] = []
@@ -130,6 +131,9 @@ class Agent:
         self.runtime = runtime
         self.model = model
         self.session = session or Session()
+        # Where this agent's scripts keep their names: its own, unless it is given one to
+        # share on purpose; closed with the agent.
+        self.script_session = script_session or f"agent-{self.session.id}"
         self.mode = Mode(mode or runtime.mode)
         self.max_steps = max_steps
         self.retry = retry or RetryPolicy()
@@ -142,6 +146,17 @@ class Agent:
                 "user": system,
             }
         )
+
+    async def aclose(self) -> None:
+        """End the agent's script session (its names, and its worker if it has one); the
+        conversation's log stays as it is."""
+        await self.runtime.close_session(self.script_session)
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def request(self) -> ModelRequest:
         """The exact request the next step would send, derived from the session."""
@@ -230,7 +245,7 @@ class Agent:
         ]
         try:
             results = await self.runtime.execute_many(
-                list(reply.tool_calls), mode=self.mode, abort=abort
+                list(reply.tool_calls), mode=self.mode, abort=abort, session=self.script_session
             )
         except anyio.get_cancelled_exc_class():
             self.session.append(AbortRecorded(reason="cancelled"))

@@ -178,7 +178,10 @@ class Runtime:
         """Run a call the advertisement for ``mode`` allows; anything else is UNKNOWN_TOOL.
 
         ``session`` names the script session a ``run_code`` call runs in (its names
-        persist there, apart from every other session's); the runtime's own by default.
+        persist there, apart from every other session's). Without one, the call runs in
+        the runtime's own session, which every caller that names none shares (their
+        scripts see each other's names and wait on each other): give each conversation
+        or client a session of its own, as ``Agent`` and ``serve-mcp`` do.
         """
         allowed = self.advertised(mode)
         if call.name not in allowed:
@@ -203,10 +206,17 @@ class Runtime:
         *,
         mode: Mode | str | None = None,
         abort: AbortSignal | None = None,
+        session: str | None = None,
     ) -> list[ToolExecutionResult]:
+        """Run calls as one turn's (read-only ones at once); ``session`` as in ``execute``."""
         allowed = set(self.advertised(mode))
         known = [c for c in calls if c.name in allowed]
-        ran = iter(await self._scope.execute_many(known, abort=abort))
+        token = SCRIPT_SESSION.set(session) if session is not None else None
+        try:
+            ran = iter(await self._scope.execute_many(known, abort=abort))
+        finally:
+            if token is not None:
+                SCRIPT_SESSION.reset(token)
         return [next(ran) if c.name in allowed else await self.execute(c, mode=mode) for c in calls]
 
     async def aclose(self) -> None:

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
@@ -45,6 +44,7 @@ from ._json import JsonValue, thaw
 from ._pipe import Garbled, PipeClosed, WorkerPipe
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
+from ._services import Services
 from ._template import ForkedProcess, WorkerTemplate
 from ._template import available as template_available
 from ._threads import SessionThread
@@ -668,7 +668,7 @@ class ProcessExecutor:
         )
         self._spare: list[Worker] = []
         self._sessions: dict[str, Worker] = {}
-        self._tasks: anyio.abc.TaskGroup | None = None
+        self._services = Services()  # the warm pool and the reaper, while entered
         self._refilling = 0
         self._gates = SessionGates()
         # one thread serves each running session's run (anyio's default pool has 40)
@@ -681,17 +681,16 @@ class ProcessExecutor:
         self._template_lock = anyio.Lock()
 
     async def __aenter__(self) -> ProcessExecutor:
+        """Keep the pool warm and reap idle sessions until ``__aexit__``, which any task
+        (or event loop) may call."""
         self._closed = False
-        self._tasks = await anyio.create_task_group().__aenter__()
+        await self._services.start()
         self._refill()
-        self._tasks.start_soon(self._reaper)
+        self._services.start_soon(self._reaper)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        assert self._tasks is not None
-        self._tasks.cancel_scope.cancel()
-        await self._tasks.__aexit__(None, None, None)
-        self._tasks = None
+        await self._services.stop()
         await self.aclose()
 
     # Executor protocol ---------------------------------------------------------------
@@ -941,11 +940,9 @@ class ProcessExecutor:
             return None
 
     def _refill(self) -> None:
-        if self._tasks is None:
-            return
-        while len(self._spare) + self._refilling < self.warm:
+        while self._services.running and len(self._spare) + self._refilling < self.warm:
             self._refilling += 1
-            self._tasks.start_soon(self._add_spare)
+            self._services.start_soon(self._add_spare)
 
     async def _add_spare(self) -> None:
         try:

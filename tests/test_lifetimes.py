@@ -1,0 +1,140 @@
+"""State lives exactly as long and as wide as its owner: an agent's script session is its
+own, and a runtime can be entered in one task (or loop) and left in another."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+
+from codeact import (
+    Agent,
+    Executor,
+    InProcessExecutor,
+    Limits,
+    Mode,
+    ModelReply,
+    ProcessExecutor,
+    Runtime,
+    ScriptedModel,
+    ToolCall,
+    ToolRegistry,
+    tool,
+)
+
+pytestmark = pytest.mark.anyio
+
+LIMITS = Limits(wall_seconds=20, cpu_seconds=20)
+EXECUTORS: dict[str, Callable[[], Executor]] = {
+    "inprocess": lambda: InProcessExecutor(limits=LIMITS),
+    "process": lambda: ProcessExecutor(limits=LIMITS, warm=0),
+}
+
+
+@tool
+def echo(text: str) -> str:
+    """Give the text back."""
+    return text
+
+
+def registry() -> ToolRegistry:
+    tools = ToolRegistry()
+    tools.register(echo)
+    return tools
+
+
+def scripted(*scripts: str) -> ScriptedModel:
+    replies = [
+        ModelReply(tool_calls=(ToolCall(f"r{n}", "run_code", json.dumps({"code": code})),))
+        for n, code in enumerate(scripts)
+    ]
+    return ScriptedModel([*replies, ModelReply(text="done")])
+
+
+def script_results(agent: Agent) -> list[str]:
+    return [m["content"] for m in agent.session.history() if m["role"] == "tool"]
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+async def test_two_agents_on_one_runtime_never_see_each_others_names(kind: str) -> None:
+    async with Runtime(registry(), mode="code", executor=EXECUTORS[kind]()) as runtime:
+        alice = Agent(runtime, scripted("secret = 'hunter2'", "secret"), mode=Mode.CODE)
+        bob = Agent(runtime, scripted("secret"), mode=Mode.CODE)
+        await alice.run("remember")
+        await bob.run("peek")  # after alice, in turn
+        assert "hunter2" in script_results(alice)[1]
+        assert "NameError" in script_results(bob)[0]
+        assert "hunter2" not in script_results(bob)[0]
+        # at once: each keeps its own names while the other runs
+        carol = Agent(runtime, scripted("mine = 'carol'", "echo(mine)"), mode=Mode.CODE)
+        dave = Agent(runtime, scripted("mine = 'dave'", "echo(mine)"), mode=Mode.CODE)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(carol.run, "c")
+            tasks.start_soon(dave.run, "d")
+        assert "carol" in script_results(carol)[1]
+        assert "dave" in script_results(dave)[1]
+        await alice.aclose()  # its script session ends with it
+        again = Agent(runtime, scripted("secret"), session=alice.session, mode=Mode.CODE)
+        await again.run("after close")
+        assert "NameError" in script_results(again)[-1]
+
+
+async def test_an_agents_script_session_can_be_named_and_shared_on_purpose() -> None:
+    async with Runtime(registry(), mode="code", executor=InProcessExecutor()) as runtime:
+        first = Agent(runtime, scripted("shared = 1"), mode=Mode.CODE, script_session="team")
+        second = Agent(runtime, scripted("shared + 1"), mode=Mode.CODE, script_session="team")
+        await first.run("a")
+        await second.run("b")
+        assert "Result: 2" in script_results(second)[0]
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+async def test_a_runtime_entered_in_one_task_is_left_in_another(kind: str) -> None:
+    runtime = Runtime(registry(), mode="code", executor=EXECUTORS[kind]())
+    entered = anyio.Event()
+    leave = anyio.Event()
+
+    async def enter() -> None:
+        await runtime.__aenter__()
+        entered.set()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(enter)
+        await entered.wait()
+    result = await runtime.execute(ToolCall("c", "run_code", {"code": "echo('still here')"}))
+    assert result.value["result"] == "still here"  # type: ignore[index]
+
+    async def leave_here() -> None:
+        await runtime.__aexit__(None, None, None)
+        leave.set()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(leave_here)
+    assert leave.is_set()
+    if isinstance(runtime.executor, ProcessExecutor):
+        assert runtime.executor.workers == []
+
+
+def test_a_runtime_used_on_one_loop_can_be_left_on_another() -> None:
+    """A fixture that enters and leaves through separate ``run_until_complete`` calls, each
+    on a loop of its own."""
+    runtime = Runtime(registry(), mode="code", executor=ProcessExecutor(limits=LIMITS, warm=1))
+    first = asyncio.new_event_loop()
+    try:
+        first.run_until_complete(runtime.__aenter__())
+        call = ToolCall("c", "run_code", {"code": "echo('one')"})
+        result: Any = first.run_until_complete(runtime.execute(call))
+        assert result.value["result"] == "one"
+    finally:
+        first.close()
+    second = asyncio.new_event_loop()
+    try:
+        second.run_until_complete(runtime.__aexit__(None, None, None))
+    finally:
+        second.close()
+    assert isinstance(runtime.executor, ProcessExecutor)
+    assert runtime.executor.workers == []
