@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -283,6 +284,8 @@ class InProcessExecutor:
                 raise answer
             return answer
 
+        stop = threading.Event()  # set when this run is cancelled, whether or not it began
+
         def run_script() -> ScriptOutcome:
             return sandbox.run(
                 source,
@@ -290,13 +293,14 @@ class InProcessExecutor:
                 call_tool=call_from_script,
                 call_tools=batch_from_script,
                 on_output=on_output,
+                stop=stop,
             )
 
         try:
             async with taken(self._threads):  # at most SCRIPT_THREADS scripts at once
                 return await thread.run(run_script)
         except anyio.get_cancelled_exc_class():
-            sandbox.abort()
+            stop.set()  # a run still queued in the session's thread stops as soon as it starts
             for scope in list(in_flight):  # each call in flight ends as ABORTED
                 scope.cancel()
             with anyio.CancelScope(shield=True):  # let the script unwind before we go on

@@ -57,6 +57,7 @@ MAX_REMEMBERED_EVICTIONS = 4_096
 IDLE_SECONDS = 300.0
 KILL_GRACE_SECONDS = 1.0
 ABORT_GRACE_SECONDS = 1.0
+ABORT_NUDGE_SECONDS = 0.05
 START_TIMEOUT_SECONDS = 30.0
 CHANNEL_SECONDS = 10.0  # the bound on a write or read outside a run (init, reset, exit)
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -409,21 +410,34 @@ class Worker:
         """
         self._aborting = True
         serving.answers.cancel()
-        with contextlib.suppress(ProcessLookupError):
-            self.process.send_signal(signal.SIGUSR1)
-        if self._served.is_set() and not self.dead:  # cancelled while the loop waited
-            self._served.clear()
-            serving.deadline = time.monotonic() + ABORT_GRACE_SECONDS
-            with anyio.move_on_after(ABORT_GRACE_SECONDS):
-                with contextlib.suppress(WorkerLost, TimeoutError):
-                    await anyio.to_thread.run_sync(
-                        self._serve, None, serving, abandon_on_cancel=True
-                    )
-        stopped = await anyio.to_thread.run_sync(
-            self._served.wait, ABORT_GRACE_SECONDS, abandon_on_cancel=True
-        )
+        reading = not self._served.is_set()
+        if not reading and self.dead:
+            return  # nothing runs there any more
+        self._served.clear()
+        async with anyio.create_task_group() as nudging:
+            nudging.start_soon(self._nudge)
+            if not reading and not self.dead:  # cancelled while the loop waited
+                serving.deadline = time.monotonic() + ABORT_GRACE_SECONDS
+                with anyio.move_on_after(ABORT_GRACE_SECONDS):
+                    with contextlib.suppress(WorkerLost, TimeoutError):
+                        await anyio.to_thread.run_sync(
+                            self._serve, None, serving, abandon_on_cancel=True
+                        )
+            stopped = await anyio.to_thread.run_sync(
+                self._served.wait, ABORT_GRACE_SECONDS, abandon_on_cancel=True
+            )
+            nudging.cancel_scope.cancel()
         if not stopped:
             await self.kill()
+
+    async def _nudge(self) -> None:
+        """Ask the worker to stop its run (SIGUSR1), again and again until it has: a signal
+        that arrives before the worker has begun the run finds nothing to stop, and one
+        that arrives between runs stops nothing (only a running script takes it)."""
+        while not self._served.is_set() and not self.dead:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGUSR1)
+            await anyio.sleep(ABORT_NUDGE_SECONDS)
 
     async def reset(self) -> None:
         """Forget the session's names; WorkerLost (the worker killed) if it answers out of

@@ -4,6 +4,7 @@ own, and a runtime can be entered in one task (or loop) and left in another."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import Callable
 from typing import Any
@@ -138,3 +139,55 @@ def test_a_runtime_used_on_one_loop_can_be_left_on_another() -> None:
         second.close()
     assert isinstance(runtime.executor, ProcessExecutor)
     assert runtime.executor.workers == []
+
+
+CANCELLED_SCRIPTS = (
+    "while True:\n    pass",
+    "for i in range(10**7):\n    echo('x')",
+    "for i in range(10**7):\n    print(i)",
+    "await_many = [echo(str(i)) for i in range(50)]\nwhile True:\n    pass",
+    "kept",
+)
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+async def test_after_many_random_cancellations_every_next_run_gets_its_own_result(
+    kind: str,
+) -> None:
+    import random
+
+    chooser = random.Random(29)
+    # a deadline far beyond the bound each run is given: waiting one out fails the test
+    limits = Limits(wall_seconds=300, cpu_seconds=300)
+    executor: Executor = (
+        InProcessExecutor(limits=limits)
+        if kind == "inprocess"
+        else ProcessExecutor(limits=limits, warm=0)
+    )
+    tools = registry()
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+        return await tools.execute(ToolCall("t", name, arguments))
+
+    async def run(source: str) -> Any:
+        return await executor.run(
+            source, session="s", tools={"echo": ("text",)}, call_tool=call_tool
+        )
+
+    # A host's gc callbacks run in whatever thread collects, a script's too, and an abort
+    # meant for the script can land in one (in-process, the executor for trusted code);
+    # hypothesis leaves one installed by earlier tests in this process.
+    callbacks = gc.callbacks[:]
+    gc.callbacks.clear()
+    try:
+        assert (await run("kept = 1000")).ok
+        for number in range(500):
+            with anyio.move_on_after(chooser.uniform(0, 0.03)):
+                await run(chooser.choice(CANCELLED_SCRIPTS))
+            with anyio.fail_after(60):  # generous, and far below the deadline
+                outcome = await run(f"kept + {number}")
+            assert outcome.error is None, (number, outcome.error)
+            assert outcome.value == 1000 + number  # its own result, the session's state kept
+    finally:
+        gc.callbacks[:] = callbacks
+        await executor.aclose()

@@ -28,7 +28,7 @@ from ._guards import (
     reraise_limits,
     script_class_factory,
 )
-from ._limits import WATCHDOG, Limits, RunMonitor
+from ._limits import ABORTED, WATCHDOG, Limits, RunMonitor
 from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
 from ._ownership import SCOPE_KEY, SCOPE_MARK
 from ._transformer import RESULT_NAME
@@ -36,7 +36,6 @@ from ._transformer import RESULT_NAME
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
 # Many calls at once (a script's asyncio.gather): one answer per call, a value or a ToolError.
 ToolBatchCaller = BatchCaller
-ABORTED = "aborted"
 _BINDING_KEY = object()
 # What a script sees as its module's name: it runs as the main program does.
 SCRIPT_MODULE_NAME = "__main__"
@@ -197,12 +196,15 @@ class Sandbox:
         call_tool: ToolCaller | None = None,
         call_tools: ToolBatchCaller | None = None,
         on_output: Callable[[str], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> ScriptOutcome:
         """Run ``source``; ``tools`` maps each bound tool's name to its parameter order.
 
         ``call_tools`` answers the calls async code makes together in one crossing;
         without it they are answered one by one through ``call_tool``. ``on_output`` is
         given the text of each print as the script prints it (in the script's thread).
+        ``stop``, once set, aborts the run, even one that had not begun when it was set
+        (a caller cancelled while the run waited its turn).
         """
         limits = self.limits
         if len(source) > limits.max_source_chars:
@@ -235,7 +237,7 @@ class Sandbox:
             )
         try:
             return self._execute(
-                compiled.code, source, tools or {}, call_tool, call_tools, on_output
+                compiled.code, source, tools or {}, call_tool, call_tools, on_output, stop
             )
         finally:
             self._lock.release()
@@ -244,7 +246,7 @@ class Sandbox:
         """Stop the running script, if any, from another thread."""
         run = self._run
         if run is not None and run.monitor is not None and not run.monitor.finished:
-            run.monitor.trip(ABORTED)
+            run.monitor.request_stop()  # delivered by the watchdog, where a run takes it
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until no script runs here (True), or ``timeout`` passes (False)."""
@@ -263,6 +265,7 @@ class Sandbox:
         call_tool: ToolCaller | None,
         call_tools: ToolBatchCaller | None = None,
         on_output: Callable[[str], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> ScriptOutcome:
         run = _Run(
             limits=self.limits, call_tool=call_tool, call_tools=call_tools, on_output=on_output
@@ -274,7 +277,7 @@ class Sandbox:
         self._run = run
         value: JsonValue = None
         failure: ScriptError | None = None
-        run.monitor = monitor = RunMonitor(self.limits, self.memory_baseline)
+        run.monitor = monitor = RunMonitor(self.limits, self.memory_baseline, stop)
         # A host loop running in this thread is hidden for the run: the only loop a
         # script can ever schedule on is its own (asyncio's futures and callbacks would
         # otherwise run script code on the host's loop, unwatched).

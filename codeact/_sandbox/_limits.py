@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ._errors import LimitInterrupt
 
+ABORTED = "aborted"  # the stop a run is asked for, as a tripped limit names it
 POLL_SECONDS = 0.005
 REINJECT_SECONDS = 0.05
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -48,7 +49,12 @@ class Limits:
 class RunMonitor:
     """One running script as the watchdog sees it."""
 
-    def __init__(self, limits: Limits, memory_baseline: int | None = None) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        memory_baseline: int | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.limits = limits
         self.thread_id = threading.get_ident()
         self.started = time.monotonic()
@@ -60,6 +66,8 @@ class RunMonitor:
         self.memory_start = resident_bytes() if memory_baseline is None else memory_baseline
         self.tripped: str | None = None
         self.tripped_at = 0.0
+        # an abort, delivered by the watchdog; set before the run began, it stops it at once
+        self.stop = stop or threading.Event()
         self.finished = False
         self.paused_since: float | None = None
         self.paused_cpu = 0.0
@@ -89,9 +97,19 @@ class RunMonitor:
             self.tripped_at = time.monotonic()
             raise LimitInterrupt(tripped, f"the script exceeded its {tripped} limit")
 
+    def request_stop(self) -> None:
+        """Stop the run at the watchdog's next look (within a poll). Only the watchdog
+        interrupts a run: raised from anywhere else (a signal handler, another thread) an
+        interrupt could land before the run is watched or after it ended, in the host's
+        own code, and kill the worker or the host's thread with it."""
+        self.stop.set()
+
     def check(self, now: float) -> str | None:
-        """The name of the first limit this run is past, if any (none while it is paused)."""
+        """The name of the first limit this run is past, if any (none while it is paused),
+        or the stop asked for."""
         limits = self.limits
+        if self.stop.is_set():  # even while paused: a trip then is only noted, and resume
+            return ABORTED  # raises it in the run's own code
         if self.paused_since is not None:
             return None
         if now >= self.deadline:
@@ -263,4 +281,6 @@ def _read_clock(clock: int | None) -> float:
         return 0.0
 
 
-__all__ = ["WATCHDOG", "Limits", "RunMonitor", "Watchdog", "interrupt", "resident_bytes"]
+__all__ = [
+    "ABORTED",
+    "WATCHDOG", "Limits", "RunMonitor", "Watchdog", "interrupt", "resident_bytes"]
