@@ -226,35 +226,68 @@ class Session:
 
     # Derived views --------------------------------------------------------------------
 
-    def open_calls(self) -> list[ToolCallRecorded]:
-        """Top-level calls that have no result yet."""
+    def open_calls(self, *, nested: bool = False) -> list[ToolCallRecorded]:
+        """Calls that have no result yet: top-level ones, and with ``nested`` the calls
+        scripts made too."""
         answered = {e.call_seq for e in self.events if isinstance(e, ToolResultRecorded)}
         return [
             e
             for e in self.events
-            if isinstance(e, ToolCallRecorded) and e.parent is None and e.seq not in answered
+            if isinstance(e, ToolCallRecorded)
+            and (nested or e.parent is None)
+            and e.seq not in answered
         ]
 
     def repair(self, reason: str = INTERRUPTED) -> int:
-        """Give every open call a synthetic ABORTED result, so the transcript is valid again.
+        """Give every open call, nested ones included, a synthetic ABORTED result, so every
+        call has exactly one and the transcript is valid again; returns how many.
 
-        The log cannot tell whether an open call ran: the default text says so, so that a
-        model checks before repeating a side effect.
+        The log cannot tell whether an open call ran: the text says so, so that a model
+        checks before repeating a side effect. An interrupted script's result lists which
+        of its calls finished and which were in flight when it stopped.
         """
-        open_calls = self.open_calls()
+        results = {e.call_seq: e for e in self.events if isinstance(e, ToolResultRecorded)}
+        open_calls = self.open_calls(nested=True)
+        for call in open_calls:  # nested ones first: they come before their run_code's end
+            if call.parent is not None:
+                self._close(call, f"Error [ABORTED]: {reason}")
         for call in open_calls:
-            self.append(
-                ToolResultRecorded(
-                    call_seq=call.seq,
-                    call_id=call.call_id,
-                    name=call.name,
-                    is_error=True,
-                    code="ABORTED",
-                    content=f"Error [ABORTED]: {reason}",
-                    synthetic=True,
-                )
-            )
+            if call.parent is None:
+                self._close(call, f"Error [ABORTED]: {reason}{self._script_calls(call, results)}")
         return len(open_calls)
+
+    def _close(self, call: ToolCallRecorded, content: str) -> None:
+        self.append(
+            ToolResultRecorded(
+                call_seq=call.seq,
+                call_id=call.call_id,
+                name=call.name,
+                is_error=True,
+                code="ABORTED",
+                content=content,
+                parent=call.parent,
+                synthetic=True,
+            )
+        )
+
+    def _script_calls(self, call: ToolCallRecorded, results: dict[int, ToolResultRecorded]) -> str:
+        """What an interrupted script's calls had done, as the log has it."""
+        inner = [
+            e for e in self.events if isinstance(e, ToolCallRecorded) and e.parent == call.call_id
+        ]
+        if not inner:
+            return ""
+        finished = [
+            f"{c.call_id} {c.name} ({_how(results[c.seq])})" for c in inner if c.seq in results
+        ]
+        in_flight = [f"{c.call_id} {c.name}" for c in inner if c.seq not in results]
+        lines = ["", f"Calls its script made that finished: {', '.join(finished) or 'none'}."]
+        if in_flight:
+            lines.append(
+                "In flight when it stopped (each may or may not have taken effect): "
+                f"{', '.join(in_flight)}."
+            )
+        return "\n".join(lines)
 
     def history(self) -> list[dict[str, Any]]:
         """Provider-neutral messages, derived from the log (nested script calls excluded)."""
@@ -281,6 +314,10 @@ class Session:
                     message["images"] = [dict(image) for image in event.images]
                 messages.append(message)
         return messages
+
+
+def _how(result: ToolResultRecorded) -> str:
+    return f"error {result.code}" if result.is_error else "ok"
 
 
 __all__ = [

@@ -394,3 +394,74 @@ async def test_an_image_a_tool_returned_is_kept_in_the_log_and_replayed_to_anthr
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": pixel},
     }
+
+
+SCRIPT_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    import anyio
+    from codeact import (
+        Agent, InProcessExecutor, JsonlStore, Mode, ModelReply, Runtime, ScriptedModel, Session,
+        ToolCall, ToolRegistry, tool,
+    )
+
+    store_path, ready = Path(sys.argv[1]), Path(sys.argv[2])
+
+    @tool
+    def add(a: int, b: int = 0) -> int:
+        '''Add two integers.'''
+        return a + b
+
+    @tool(timeout=None)
+    async def slow(n: int) -> int:
+        '''Takes forever.'''
+        ready.write_text("in the tool")
+        await anyio.sleep(3600)
+        return n
+
+    registry = ToolRegistry()
+    registry.register(add)
+    registry.register(slow)
+    script = json.dumps({"code": "add(1, 2)\\nadd(3, 4)\\nslow(5)"})
+    agent = Agent(
+        Runtime(registry, executor=InProcessExecutor()),
+        ScriptedModel([ModelReply(tool_calls=(ToolCall("run1", "run_code", script),))]),
+        session=Session(store=JsonlStore(store_path)),
+        mode=Mode.CODE,
+    )
+    anyio.run(agent.run, "start")
+    """
+)
+
+
+def test_a_script_killed_mid_call_gets_every_call_closed_and_says_what_finished(
+    tmp_path: Path,
+) -> None:
+    store_path, ready, script = tmp_path / "s.jsonl", tmp_path / "ready", tmp_path / "child.py"
+    script.write_text(SCRIPT_CHILD)
+    child = subprocess.Popen([sys.executable, str(script), str(store_path), str(ready)])
+    try:
+        for _ in range(1_500):  # bounded: at most about 30 s
+            if ready.exists():
+                break
+            time.sleep(0.02)
+        assert ready.exists(), "the child never reached its tool"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    session = Session.resume(JsonlStore(store_path))
+    assert [c.name for c in session.open_calls(nested=True)] == ["run_code", "slow"]
+    assert session.repair() == 2
+    calls = [e for e in session.events if isinstance(e, ToolCallRecorded)]
+    results = [e for e in session.events if isinstance(e, ToolResultRecorded)]
+    assert sorted(r.call_seq for r in results) == sorted(c.seq for c in calls)  # one each
+    closed = {r.name: r for r in results if r.synthetic}
+    assert closed["slow"].parent == "run1"
+    assert "may or may not have taken effect" in closed["slow"].content
+    summary = closed["run_code"].content
+    assert "finished: run1.1 add (ok), run1.2 add (ok)" in summary
+    assert (
+        "In flight when it stopped (each may or may not have taken effect): run1.3 slow" in summary
+    )
+    assert [m["role"] for m in session.history()] == ["user", "assistant", "tool"]

@@ -281,6 +281,4 @@ def _read_clock(clock: int | None) -> float:
         return 0.0
 
 
-__all__ = [
-    "ABORTED",
-    "WATCHDOG", "Limits", "RunMonitor", "Watchdog", "interrupt", "resident_bytes"]
+__all__ = ["ABORTED", "WATCHDOG", "Limits", "RunMonitor", "Watchdog", "interrupt", "resident_bytes"]
