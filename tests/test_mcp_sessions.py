@@ -72,7 +72,8 @@ async def settle(read: Any, *, want: Any = None, seconds: float = 60) -> Any:
 
 
 @pytest.fixture
-async def server() -> Any:
+async def server(request: pytest.FixtureRequest) -> Any:
+    extra = getattr(request, "param", [])
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -90,6 +91,7 @@ async def server() -> Any:
             "8",
             "--max-sessions-per-client",
             str(PER_CLIENT),
+            *extra,
         ],
         env={**os.environ, "PYTHONPATH": str(TESTS)},
     )
@@ -244,3 +246,36 @@ def test_serving_in_process_warns_that_it_is_for_trusted_scripts() -> None:
     )
     assert b"for trusted scripts" in finished.stderr
     assert b"--executor process" in finished.stderr
+
+
+@pytest.mark.parametrize(
+    "server",
+    [["--idle-seconds", "2", "--max-sessions", "32", "--max-sessions-per-client", "20"]],
+    indirect=True,
+)
+async def test_clients_that_vanish_are_freed_within_the_idle_limit(server: Any) -> None:
+    process, url = server
+    pid = process.pid
+    for _ in range(2):  # the spares started before the template was ready are handed out
+        async with Client(url, mode="legacy") as client:
+            assert not (await client.call_tool("run_code", {"code": "1"})).is_error
+    start = await settle(lambda: (len(descendants_of(pid)), len(worker_folders_of(pid))))
+    async with httpx.AsyncClient(timeout=60) as http:
+        for number in range(20):  # each opens a session, runs a script, and never says bye
+            opened = await http.post(url, json=_initialize(), headers=_accept())
+            session = {**_accept(), "mcp-session-id": opened.headers["mcp-session-id"]}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await http.post(url, json=initialized, headers=session)
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "run_code", "arguments": {"code": f"kept = double({number})"}},
+            }
+            answer = await http.post(url, json=call, headers=session)
+            assert answer.status_code == 200
+            assert '"isError":false' in answer.text.replace(" ", "")  # it ran in a worker
+    counts = await settle(
+        lambda: (len(descendants_of(pid)), len(worker_folders_of(pid))), want=start
+    )
+    assert counts == start
