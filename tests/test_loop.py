@@ -465,3 +465,82 @@ def test_a_script_killed_mid_call_gets_every_call_closed_and_says_what_finished(
         "In flight when it stopped (each may or may not have taken effect): run1.3 slow" in summary
     )
     assert [m["role"] for m in session.history()] == ["user", "assistant", "tool"]
+
+
+STEPS_CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    from pathlib import Path
+    import anyio
+    from codeact import (
+        Agent, InProcessExecutor, JsonlStore, Mode, ModelReply, Runtime, ScriptedModel, Session,
+        ToolCall, ToolRegistry, tool,
+    )
+
+    store_path = Path(sys.argv[1])
+
+    @tool
+    def step(n: int) -> int:
+        '''One small step, with an effect that takes a moment.'''
+        time.sleep(0.01)
+        return n + 1
+
+    registry = ToolRegistry()
+    registry.register(step)
+    code = "total = 0\\nfor i in range(6):\\n    total += step(i)\\ntotal"
+    replies = [
+        ModelReply(tool_calls=(ToolCall(f"run{n}", "run_code", json.dumps({"code": code})),))
+        for n in range(40)
+    ]
+    agent = Agent(
+        Runtime(registry, executor=InProcessExecutor()),
+        ScriptedModel([*replies, ModelReply(text="done")]),
+        session=Session(store=JsonlStore(store_path)),
+        mode=Mode.CODE,
+    )
+    print("started", flush=True)
+    anyio.run(agent.run, "start")
+    """
+)
+
+
+def test_an_agent_killed_at_random_points_resumes_with_one_result_per_call(
+    tmp_path: Path,
+) -> None:
+    import random
+
+    chooser = random.Random(50)
+    interrupted_scripts = 0
+    script = tmp_path / "child.py"
+    script.write_text(STEPS_CHILD)
+    for number in range(50):
+        store_path = tmp_path / f"s{number}.jsonl"
+        child = subprocess.Popen(
+            [sys.executable, str(script), str(store_path)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "started"
+            time.sleep(chooser.uniform(0.0, 0.4))  # a random point of the conversation
+            os.kill(child.pid, signal.SIGKILL)
+        finally:
+            child.wait(timeout=30)
+            if child.stdout is not None:
+                child.stdout.close()
+        session = Session.resume(JsonlStore(store_path))  # always loads
+        interrupted_scripts += any(c.parent for c in session.open_calls(nested=True))
+        registry = ToolRegistry()
+        registry.register(add)
+        agent = Agent(
+            Runtime(registry, executor=InProcessExecutor()),
+            ScriptedModel([ModelReply(text="resumed")]),
+            session=session,
+            mode=Mode.CODE,
+        )
+        assert anyio.run(agent.run, "go on") == "resumed"  # the final run completes
+        calls = [e for e in session.events if isinstance(e, ToolCallRecorded)]
+        results = [e for e in session.events if isinstance(e, ToolResultRecorded)]
+        answered = [r.call_seq for r in results]
+        assert sorted(answered) == sorted(c.seq for c in calls), number  # one each
+        assert session.open_calls(nested=True) == []
+    assert interrupted_scripts > 0  # some kills landed while a script's call was open
