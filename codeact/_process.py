@@ -453,10 +453,13 @@ class Worker:
             raise WorkerLost("the worker answered a reset out of turn")
 
     async def close(self) -> None:
-        """Ask the worker to exit, then make sure it did, and remove its directory."""
+        """Ask the worker to exit, then make sure it did, and remove its directory. A worker
+        whose pipe is full (it stopped reading) is not waited on: it is killed."""
+        asked = False
         if not self.dead:
             with contextlib.suppress(WorkerLost):
-                await self.send({"op": "exit"})
+                asked = self._send_at_once({"op": "exit"})
+        if asked:
             with anyio.move_on_after(KILL_GRACE_SECONDS):
                 await anyio.to_thread.run_sync(self._wait_exit, abandon_on_cancel=True)
         await self.kill()
