@@ -129,6 +129,7 @@ class Worker:
         modules: frozenset[str],
         options: WorkerOptions | None = None,
         template: WorkerTemplate | None = None,
+        starting: set[Worker] | None = None,
     ) -> Worker:
         """A worker started afresh, or forked from ``template`` (imports already paid)."""
         options = options or WorkerOptions()
@@ -147,6 +148,8 @@ class Worker:
             remove_folder(workdir)
             raise
         worker = cls(process, workdir)
+        if starting is not None:  # the executor can kill it, should its start never end
+            starting.add(worker)
         try:
             await worker.send(
                 {
@@ -162,6 +165,9 @@ class Worker:
         except BaseException:
             await worker.kill()
             raise
+        finally:
+            if starting is not None:
+                starting.discard(worker)
         op = ready.get("op")
         try:
             worker.confinement = ConfinementReport.from_json(ready.get("confinement"))
@@ -691,6 +697,7 @@ class ProcessExecutor:
         # one thread serves each running session's run (anyio's default pool has 40)
         self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
         self._pending_starts = 0
+        self._starting: set[Worker] = set()  # workers whose start has not ended
         self._closed = False
         self._swept = False
         self.use_template = template and not worker_prefix and template_available()
@@ -798,6 +805,7 @@ class ProcessExecutor:
     async def aclose(self) -> None:
         """Close every worker, also those still starting; nothing of ours is left after."""
         self._closed = True
+        waited_until = time.monotonic() + START_TIMEOUT_SECONDS
         while True:
             workers = [*self._sessions.values(), *self._spare]
             self._sessions.clear()
@@ -806,8 +814,12 @@ class ProcessExecutor:
                 break
             for worker in workers:
                 await worker.close()
+            if self._pending_starts and time.monotonic() > waited_until:
+                break  # a start on an event loop that no longer runs never ends
             if self._pending_starts:  # a start in flight hands its worker over when done
                 await anyio.sleep(0.01)
+        for worker in list(self._starting):
+            worker._kill_now()
         template, self._template = self._template, None
         if template is not None:
             await anyio.to_thread.run_sync(template.close)
@@ -894,10 +906,14 @@ class ProcessExecutor:
         template = await self._template_for_workers(start=False)
         if template is not None:
             try:
-                return await Worker.start(self.limits, self.modules, self.options, template)
+                return await Worker.start(
+                    self.limits, self.modules, self.options, template, self._starting
+                )
             except OSError:  # the template went away meanwhile: this one starts afresh
                 pass
-        worker = await Worker.start(self.limits, self.modules, self.options)
+        worker = await Worker.start(
+            self.limits, self.modules, self.options, starting=self._starting
+        )
         await self._template_for_workers()  # for the next worker, now that this one is up
         return worker
 

@@ -191,3 +191,35 @@ async def test_after_many_random_cancellations_every_next_run_gets_its_own_resul
     finally:
         gc.callbacks[:] = callbacks
         await executor.aclose()
+
+
+KEEPS_PARTS = "try:\n    kept\nexcept NameError:\n    kept = []\nwhile True:\n    kept.append('x' * 1_000_000)"
+
+
+async def test_in_process_a_session_never_holds_more_than_its_memory_limit() -> None:
+    from codeact._sandbox._limits import resident_bytes
+
+    limit = 64 * 1024 * 1024
+    executor = InProcessExecutor(limits=Limits(memory_bytes=limit, wall_seconds=60))
+
+    async def no_tools(name: str, arguments: dict[str, Any]) -> Any:
+        raise AssertionError(name)
+
+    async def run(source: str) -> Any:
+        return await executor.run(source, session="s", tools={}, call_tool=no_tools)
+
+    try:
+        assert (await run("1")).ok
+        before = resident_bytes()
+        for _ in range(3):  # each try keeps what it could allocate in a top-level name
+            outcome = await run(KEEPS_PARTS)
+            assert outcome.error is not None
+            assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+            assert "names were cleared" in outcome.error.message
+        gone = await run("kept")
+        assert gone.error is not None
+        assert "NameError" in gone.error.message
+        # nor does the host stay at its high-water mark (it had kept about 3 x 64 MiB)
+        assert resident_bytes() - before < limit
+    finally:
+        await executor.aclose()

@@ -12,7 +12,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._exceptions import ErrorCode, ToolError
@@ -28,7 +28,7 @@ from ._guards import (
     reraise_limits,
     script_class_factory,
 )
-from ._limits import ABORTED, WATCHDOG, Limits, RunMonitor
+from ._limits import ABORTED, WATCHDOG, Limits, RunMonitor, release_free_memory
 from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
 from ._ownership import SCOPE_KEY, SCOPE_MARK
 from ._transformer import RESULT_NAME
@@ -42,6 +42,7 @@ SCRIPT_MODULE_NAME = "__main__"
 MAX_REPR_CHARS = 2_000
 MAX_RESULT_DEPTH = 50
 MAX_ERROR_CHARS = 4_000
+OUT_OF_MEMORY = "memory limit: the script ran out of memory"
 MAX_KIND_CHARS = 200
 MAX_RESULT_CHARS = 1_000_000
 
@@ -123,6 +124,7 @@ class Sandbox:
         # heap is the session's), the young ones in a host (a full pass costs the host).
         self.teardown_generation = 1
         self._run: _Run | None = None
+        self._out_of_memory = False  # the last run ended at the memory limit
         self._lock = threading.Lock()
         self.globals: dict[str, Any] = {}
         self.reset()
@@ -236,11 +238,29 @@ class Sandbox:
                 error=ScriptError(code=ErrorCode.CODE_RUNTIME_ERROR, message=message)
             )
         try:
-            return self._execute(
+            outcome = self._execute(
                 compiled.code, source, tools or {}, call_tool, call_tools, on_output, stop
             )
         finally:
             self._lock.release()
+        if self.memory_baseline is None and self._out_of_memory:
+            return self._freed(outcome)
+        return outcome
+
+    def _freed(self, outcome: ScriptOutcome) -> ScriptOutcome:
+        """In a host process, a run that hit the memory limit leaves the session empty.
+
+        The limit there is what a run adds to the process, so what a failed run kept in
+        its names would count against no later run: retried, a script that keeps a partial
+        allocation would hold the limit again and again. A worker counts its whole
+        memory instead, and keeps its names. The memory goes back to the system too, so
+        the host does not stay at its high-water mark."""
+        self.reset()
+        release_free_memory()
+        error = outcome.error
+        assert error is not None
+        note = "; the session's names were cleared to give its memory back"
+        return replace(outcome, error=replace(error, message=error.message + note))
 
     def abort(self) -> None:
         """Stop the running script, if any, from another thread."""
@@ -306,6 +326,9 @@ class Sandbox:
             self._run = None
         if failure is None and monitor.tripped is not None:
             failure = self._describe_late(None, monitor.tripped)
+        self._out_of_memory = failure is not None and (
+            (monitor.tripped or "").startswith("memory") or failure.message == OUT_OF_MEMORY
+        )
         return ScriptOutcome(
             value=None if failure else value,
             output=self._output(run),
@@ -584,10 +607,7 @@ class Sandbox:
                 "recursion depth limit: maximum recursion depth exceeded",
             )
         elif isinstance(error, MemoryError):
-            code, message = (
-                ErrorCode.CODE_RESOURCE_LIMIT,
-                "memory limit: the script ran out of memory",
-            )
+            code, message = ErrorCode.CODE_RESOURCE_LIMIT, OUT_OF_MEMORY
         elif isinstance(error, SecurityViolation):
             code, message = ErrorCode.CODE_SECURITY_VIOLATION, error.message
         elif isinstance(error, ModuleNotFoundError) and error.name not in self._facades:
