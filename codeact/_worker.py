@@ -214,18 +214,22 @@ def encoded(message: dict[str, Any]) -> bytes:
     return json.dumps(message, ensure_ascii=False).encode() + b"\n"
 
 
-def main(extra_ops: ExtraOps | None = None) -> None:
-    # The channel is a private copy of stdin and stdout; the standard descriptors are
-    # pointed at /dev/null so nothing a library prints can corrupt the protocol.
+def channel_files() -> tuple[IO[bytes], IO[bytes]]:
+    """The channel: a private copy of stdin and stdout. The standard descriptors are pointed
+    at /dev/null, so nothing a library prints can corrupt the protocol."""
     reader = os.fdopen(os.dup(0), "rb")
     writer = os.fdopen(os.dup(1), "wb")
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
+    return reader, writer
+
+
+def main(extra_ops: ExtraOps | None = None) -> None:
     status = 0
     try:
-        serve(Channel(reader, writer), extra_ops)
+        serve(Channel(*channel_files()), extra_ops)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     except (ValueError, OSError):  # a garbled channel: the host treats the worker as lost

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from codeact._worker import Channel, serve
+from codeact._worker import Channel, channel_files, serve
 
 PIPE_FULL = 1 << 20  # far more than a pipe buffer holds
 
@@ -177,14 +177,8 @@ BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
 
 
 def main() -> None:
-    reader = os.fdopen(os.dup(0), "rb")
-    writer = os.fdopen(os.dup(1), "wb")
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.close(null)
     with contextlib.suppress(EOFError, BrokenPipeError, OSError, ValueError):
-        serve(HostileChannel(reader, writer))
+        serve(HostileChannel(*channel_files()))
     os._exit(0)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -13,6 +14,22 @@ from pathlib import Path
 import anyio
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def children_of(pid: int) -> set[int]:
+    """Live (not zombie) child processes of ``pid``, read from /proc."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == str(pid) and fields[0] != "Z":
+            found.add(int(entry))
+    return found
 
 
 def start_host(folder: Path, body: str) -> subprocess.Popen[str]:

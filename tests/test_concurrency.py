@@ -23,7 +23,7 @@ from codeact._json import thaw
 from codeact._policy import Action, Rule, RulePolicy
 from codeact._process import FOLDER_PREFIX, ProcessExecutor
 from codeact._sandbox import Limits
-from tests.hosts import start_host, wait_until_listening
+from tests.hosts import children_of, start_host, wait_until_listening
 
 pytestmark = pytest.mark.anyio
 REPO = Path(__file__).resolve().parent.parent
@@ -37,18 +37,7 @@ EXECUTORS: dict[str, Callable[[], Executor]] = {
 
 def children() -> set[int]:
     """Live (not zombie) child processes of this process."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == str(os.getpid()) and fields[0] != "Z":
-            found.add(int(entry))
-    return found
+    return children_of(os.getpid())
 
 
 def our_folders() -> set[str]:

@@ -267,10 +267,10 @@ CHILD = textwrap.dedent(
 )
 
 
-def killed_in_a_tool(tmp_path: Path) -> Path:
-    """The log of a process killed while its one call ran."""
+def killed_in_a_tool(tmp_path: Path, program: str = CHILD) -> Path:
+    """The log of a process running ``program``, killed once it reached its slow tool."""
     store_path, ready, script = tmp_path / "s.jsonl", tmp_path / "ready", tmp_path / "child.py"
-    script.write_text(CHILD)
+    script.write_text(program)
     child = subprocess.Popen([sys.executable, str(script), str(store_path), str(ready)])
     try:
         for _ in range(1_500):  # bounded: at most about 30 s
@@ -438,18 +438,7 @@ SCRIPT_CHILD = textwrap.dedent(
 def test_a_script_killed_mid_call_gets_every_call_closed_and_says_what_finished(
     tmp_path: Path,
 ) -> None:
-    store_path, ready, script = tmp_path / "s.jsonl", tmp_path / "ready", tmp_path / "child.py"
-    script.write_text(SCRIPT_CHILD)
-    child = subprocess.Popen([sys.executable, str(script), str(store_path), str(ready)])
-    try:
-        for _ in range(1_500):  # bounded: at most about 30 s
-            if ready.exists():
-                break
-            time.sleep(0.02)
-        assert ready.exists(), "the child never reached its tool"
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait(timeout=30)
+    store_path = killed_in_a_tool(tmp_path, SCRIPT_CHILD)
     session = Session.resume(JsonlStore(store_path))
     assert [c.name for c in session.open_calls(nested=True)] == ["run_code", "slow"]
     assert session.repair() == 2

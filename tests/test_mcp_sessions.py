@@ -16,27 +16,12 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.hosts import wait_until_listening
+from tests.hosts import children_of, wait_until_listening
 
 pytestmark = pytest.mark.anyio
 
 TESTS = Path(__file__).resolve().parent
 PER_CLIENT = 4
-
-
-def children_of(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == str(pid) and fields[0] != "Z":
-            found.add(int(entry))
-    return found
 
 
 def descendants_of(pid: int) -> set[int]:
