@@ -45,10 +45,12 @@ def worker_folders_of(pid: int) -> list[str]:
 
 
 async def settle(read: Any, *, want: Any = None, seconds: float = 60) -> Any:
-    """``read()`` once it has not changed for a second (or equals ``want``), bounded."""
+    """``read()`` once it equals ``want``, or (without one) once it has not changed for a
+    second; bounded. A steady value is not the awaited one: an idle limit keeps counts
+    steady until it passes."""
     last, steady = read(), 0
     with anyio.move_on_after(seconds):
-        while steady < 10 and (want is None or last != want):
+        while (last != want) if want is not None else (steady < 10):
             await anyio.sleep(0.1)
             now = read()
             steady = steady + 1 if now == last else 0
