@@ -45,6 +45,29 @@ text = ",".join(words)
 len(text.split(","))
 """
 
+OBJECTS = """
+import datetime
+from dataclasses import dataclass
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+points = [Point(i, i % 17) for i in range(5000)]
+start = datetime.date(2024, 1, 1)
+total = 0
+for i, (p, q) in enumerate(zip(points, reversed(points))):
+    match p:
+        case Point(x, 0):
+            total += x
+        case Point(x=x, y=y) if y > 8:
+            total += (start + datetime.timedelta(days=y)).day
+    total += q.y
+ranked = sorted(points, key=lambda p: (p.y, -p.x))[:5]
+(total, max(points, key=lambda p: p.y).y, [p.x for p in ranked])
+"""
+
 TOOL_CALLS = 10_000
 TOOL_SCRIPT = f"""
 total = 0
@@ -87,7 +110,7 @@ def paired(
 
 def cpython(source: str, extra: dict[str, object] | None = None) -> Callable[[], object]:
     code = compile(source, "<cpython>", "exec")
-    return lambda: exec(code, {"__name__": "bench", **(extra or {})})
+    return lambda: exec(code, {"__name__": "__main__", **(extra or {})})
 
 
 def sandboxed(source: str) -> Callable[[], object]:
@@ -144,6 +167,7 @@ def main() -> None:
         ("loop-heavy: integer * and % in the loop", LOOP),
         ("loop-heavy: dicts, lists, comparisons", RECORDS),
         ("string-heavy", STRINGS),
+        ("object-heavy: classes, patterns, zip, sorted", OBJECTS),
     )
     for name, source in scripts:
         rows.append((name, *paired(sandboxed(source), cpython(source)), "script"))

@@ -28,7 +28,8 @@ class Facade:
                 # a wrapper written here shows the public name, not its private one
                 value.__name__ = value.__qualname__ = key
         object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_members", dict(members))
+        # read-only: a static facade is every in-process session's, so no one may swap a member
+        object.__setattr__(self, "_members", types.MappingProxyType(dict(members)))
 
     def __getattr__(self, key: str) -> Any:
         try:

@@ -45,7 +45,6 @@ from codeact._sandbox._guards import (
     Guards,
     OpaqueType,
     ScriptFormatter,
-    opaque_type,
     ticking,
     ticking_factory,
 )
@@ -466,7 +465,7 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
     facades["re"] = Facade("re", _re_members(guards))
     facades.update(session_everyday_facades(guards))
     facades["asyncio"] = asyncio_facade(guards)
-    guards.shown[Facade] = opaque_type(Facade)  # type(json) names the class, builds nothing
+    guards.shown[Facade] = guards.opaque_type(Facade)  # type(json) names the class, builds nothing
     return facades
 
 

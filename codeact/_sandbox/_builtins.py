@@ -11,10 +11,12 @@ are snapshots without the guards' names; ``vars`` reads only the script's own ob
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from .._exceptions import ToolError
+from ._errors import SecurityViolation
 from ._guards import Guards, LongRange, ticking_factory
 from ._ownership import register_base, register_readable
 
@@ -42,31 +44,44 @@ _EXCEPTIONS = (
 
 
 class _GuardedType(type):
-    """Metaclass of a builtin's stand-in: calls are guarded, isinstance and attributes delegate."""
+    """Metaclass of a builtin's stand-in: calls are guarded, isinstance asks the real type.
 
-    _real: type
-    _construct: Callable[..., Any]
+    The real type and the guarded constructor are kept in a table of this module, never
+    under a name of the stand-in: it holds nothing a read could reach, and it relays no
+    attribute (its public members are copied into it when it is made).
+    """
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kw: Any):  # type: ignore[no-untyped-def]
+        if kw.get("key") is not _STAND_IN_KEY:  # the metaclass called from a script
+            raise SecurityViolation("classes are made by the class statement in scripts")
+        return super().__new__(mcs, name, bases, namespace)
+
+    def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kw: Any):
+        super().__init__(name, bases, namespace)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return cls._construct(*args, **kwargs)
+        return _STAND_INS[id(cls)][1](*args, **kwargs)
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, cls._real) or (cls._real is range and type(obj) is LongRange)
+        real = _STAND_INS[id(cls)][0]
+        return isinstance(obj, real) or (real is range and type(obj) is LongRange)
 
     def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, cls._real)
-
-    def __getattr__(cls, name: str) -> Any:
-        return getattr(cls._real, name)
+        return issubclass(sub, _STAND_INS[id(cls)][0])
 
     def __repr__(cls) -> str:
-        return repr(cls._real)
+        return repr(_STAND_INS[id(cls)][0])
 
     def __eq__(cls, other: object) -> bool:
-        return other is cls or other is cls._real
+        return other is cls or other is _STAND_INS[id(cls)][0]
 
     def __hash__(cls) -> int:
-        return hash(cls._real)
+        return hash(_STAND_INS[id(cls)][0])
+
+
+_STAND_IN_KEY = object()
+# id(stand-in) -> (the real type, its guarded constructor); an entry goes with its stand-in.
+_STAND_INS: dict[int, tuple[type, Callable[..., Any]]] = {}
 
 
 register_readable(_GuardedType)
@@ -78,7 +93,12 @@ register_base(*(getattr(builtins, name) for name in _EXCEPTIONS.split()))
 
 def guarded_type(real: type, construct: Callable[..., Any]) -> type:
     """A stand-in for ``real`` whose construction goes through ``construct``."""
-    return _GuardedType(real.__name__, (), {"_real": real, "_construct": staticmethod(construct)})
+    members = {name: getattr(real, name) for name in dir(real) if not name.startswith("_")}
+    members["__doc__"] = real.__doc__
+    stand_in = _GuardedType(real.__name__, (), members, key=_STAND_IN_KEY)
+    _STAND_INS[id(stand_in)] = (real, construct)
+    weakref.finalize(stand_in, _STAND_INS.pop, id(stand_in), None)
+    return stand_in
 
 
 def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Callable[..., Any]:
@@ -124,8 +144,8 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
         }
     )
     for name in ("type", "range", "bytes", "bytearray"):  # type(b"") is bytes, in scripts too
-        guards.shown[table[name]._real] = table[name]
-    guards.shown[_GuardedType] = table["type"]  # type(type) is type
+        guards.shown[getattr(builtins, name)] = table[name]
+    guards.shown[_GuardedType] = table["type"]  # type(range) is type
     guards.shown[LongRange] = table["range"]  # a long range is a range, as scripts see it
     return table
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # str.format's own field parser
+import abc
 import builtins
 import collections
 import contextlib
@@ -10,6 +11,7 @@ import decimal
 import operator
 import re
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -51,9 +53,12 @@ class Guards:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.formatter = ScriptFormatter(self)
-        # Types whose public attributes read raw: plain data, reviewed facades, and the
-        # classes this session's scripts made (added as they are made).
+        # Types whose public attributes read raw: exact plain data, and the classes this
+        # session's scripts made (added as they are made). Nothing else, by any construct.
         self.raw: set[type] = set(RAW_TYPES)
+        # One stand-in per host type for this session (type(a) is type(b) holds): a cache
+        # of the session's, so no host-global table keeps what a script's type() made.
+        self.opaque: dict[type, OpaqueType] = {}
         # What type(x) shows where the script sees a stand-in (its builtins' own).
         self.shown: dict[type, Any] = {}
         # Set by the sandbox: run a coroutine on the run's loop; write to its output.
@@ -293,11 +298,39 @@ class Guards:
         if shown is not None:
             return shown
         if kind in self.raw or kind in READABLE or is_script_class(kind):
-            if not issubclass(kind, type):
+            if not issubclass(kind, type) and kind not in OPAQUE_CLASSES:
                 return kind
         elif issubclass(kind, BaseException):
             return kind
-        return opaque_type(kind)
+        if issubclass(kind, type) or kind is OpaqueType:  # a class's class: what type() is
+            type_stand_in = self.shown.get(type)
+            if type_stand_in is not None:
+                return type_stand_in
+        return self.opaque_type(kind)
+
+    def opaque_type(self, real: type) -> OpaqueType:
+        """This session's one stand-in for a host type."""
+        found = self.opaque.get(real)
+        if found is None:
+            found = self.opaque[real] = OpaqueType(real)
+        return found
+
+    def check_pattern_names(self, subject: Any, names: tuple[str, ...]) -> None:
+        """What a class pattern reads on ``subject``, asked of the guard first, for any type.
+
+        CPython's class pattern reads ``subject.name`` itself, after this check; so only
+        names whose guarded value *is* the raw value may be read: never a dunder (the
+        guard answers ``__class__`` with a stand-in, the raw read would bind the real
+        class), never a name the guard answers with a wrapper (a size-checked method).
+        """
+        for name in names:
+            if type(name) is not str:  # a str subclass could answer the checks below falsely
+                raise TypeError("a class pattern's attribute names must be strings")
+            if name[:2] == "__":  # __class__, __globals__, __self__, __reduce_ex__...
+                raise SecurityViolation(f"a class pattern may not read {name!r}")
+            value = self.getattr(subject, name, None)
+            if type(value) in _WRAPPERS:  # the raw read would bind the unguarded method
+                raise SecurityViolation(f"a class pattern may not read {name!r} of this object")
 
     def sum(self, iterable: Iterable[Any], /, start: Any = 0) -> Any:
         """``sum``: numbers in C; anything else (``sum(lists, [])``) step by step, sized."""
@@ -721,6 +754,30 @@ def _unswallowing_exit(exit_method: Callable[..., Any]) -> Callable[..., Any]:
     return __exit__
 
 
+class ScriptABCMeta(abc.ABCMeta):
+    """The metaclass of a script's abstract classes: the script's ``register``, not the host's.
+
+    A script ABC derives from a host ABC (``collections.abc.Mapping``), whose own
+    ``isinstance`` asks each subclass's registry: with the host's ``register``, one
+    script could make ``isinstance([], Mapping)`` true for the host and every session.
+    Here a script registers its own classes only, and no class is made but by the class
+    statement (the factory puts a registrar no script can make in the namespace).
+    """
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], /, **kw: Any):  # type: ignore[no-untyped-def]
+        if type(namespace.get(_REGISTRAR)) is not _Registrar:  # the metaclass called directly
+            raise SecurityViolation("classes are made by the class statement in scripts")
+        return super().__new__(mcs, name, bases, namespace, **kw)
+
+    def register(cls, subclass: Any) -> Any:
+        if not isinstance(subclass, type) or not is_script_class(subclass):
+            what = getattr(subclass, "__name__", type(subclass).__name__)
+            raise SecurityViolation(
+                f"a script's abstract class registers the script's own classes only, not {what}"
+            )
+        return super().register(subclass)
+
+
 def _metaclass_for(bases: tuple[type, ...]) -> type:
     winner: type = type
     for base in bases:
@@ -732,7 +789,9 @@ def _metaclass_for(bases: tuple[type, ...]) -> type:
         meta = type(base)
         if issubclass(meta, winner):
             winner = meta
-    if winner is not type and winner.__module__ not in ("enum", "abc"):
+    if winner is abc.ABCMeta:  # a host ABC as a base: the class gets the script's metaclass
+        return ScriptABCMeta
+    if winner is not type and winner is not ScriptABCMeta and winner.__module__ != "enum":
         raise SecurityViolation(
             f"classes with metaclass {winner.__name__} cannot be defined in scripts"
         )
@@ -740,39 +799,40 @@ def _metaclass_for(bases: tuple[type, ...]) -> type:
 
 
 class OpaqueType:
-    """What ``type(x)`` shows for a host type: its name and isinstance, nothing to build with."""
+    """What ``type(x)`` shows for a host type: its name and isinstance, nothing to build with.
 
-    __slots__ = ("_real",)
+    The real type is kept in a table of this module, not under a name of the stand-in:
+    no read, guarded or not, reaches it.
+    """
+
+    __slots__ = ("__weakref__",)
 
     def __init__(self, real: type) -> None:
-        self._real = real
+        _OPAQUE_REAL[id(self)] = real
+        weakref.finalize(self, _OPAQUE_REAL.pop, id(self), None)
 
     @property
     def __name__(self) -> str:
-        return self._real.__name__
+        return _OPAQUE_REAL[id(self)].__name__
 
     def __instancecheck__(self, obj: Any) -> bool:
-        return isinstance(obj, self._real)
+        return isinstance(obj, _OPAQUE_REAL[id(self)])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # a host class: never built by scripts
-        raise SecurityViolation(f"{self._real.__name__} objects cannot be made from scripts")
+        raise SecurityViolation(f"{self.__name__} objects cannot be made from scripts")
 
     def __repr__(self) -> str:
-        return f"<class {self._real.__name__!r}>"
+        return f"<class {self.__name__!r}>"
 
     def __reduce__(self) -> Any:
         raise TypeError("a type cannot be pickled in scripts")
 
 
-_OPAQUE: dict[type, OpaqueType] = {}
-
-
-def opaque_type(real: type) -> OpaqueType:
-    """One stand-in per host type, so ``type(a) is type(b)`` still holds."""
-    found = _OPAQUE.get(real)
-    if found is None:
-        found = _OPAQUE.setdefault(real, OpaqueType(real))
-    return found
+_OPAQUE_REAL: dict[int, type] = {}
+# Host classes whose type() is a stand-in though their instances are readable: calling
+# them would put script values in the class's own registries (a flag class keeps every
+# value it is called with as a pseudo-member).
+OPAQUE_CLASSES: set[type] = set()
 
 
 class _PatternMeta(type):
@@ -785,9 +845,8 @@ class _PatternMeta(type):
     def __instancecheck__(cls, subject: Any) -> bool:
         if not isinstance(subject, cls._cls):
             return False
-        if type(subject) not in cls._guards.raw:
-            for name in cls._names:  # refused here, before the pattern reads or binds it
-                cls._guards.getattr(subject, name, None)
+        # every name, whatever the subject's type: refused here, before the pattern reads it
+        cls._guards.check_pattern_names(subject, cls._names)
         return True
 
 
@@ -805,6 +864,8 @@ def match_class_guard(guards: Guards) -> Callable[..., type]:
         if not names and cls in _MATCH_SELF:
             return cls
         match_args = tuple(getattr(cls, "__match_args__", ()))
+        if any(type(name) is not str for name in match_args):  # hashed below, in host code
+            raise TypeError("__match_args__ elements must be strings")
         read = (*names, *match_args[:positional])
         key = (cls, read)
         found = made.get(key)
@@ -821,6 +882,8 @@ def match_class_guard(guards: Guards) -> Callable[..., type]:
     return stand_in
 
 
+# What the guard hands out in place of a raw attribute: a class pattern may not bind these.
+_WRAPPERS = frozenset({GuardedMethod})
 _HASHED_BUILTINS = (str, bytes, int, float, complex, tuple, frozenset)
 _MATCH_SELF = frozenset(
     {bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple}
@@ -856,7 +919,6 @@ __all__ = [
     "OpaqueType",
     "ScriptFormatter",
     "match_class_guard",
-    "opaque_type",
     "reraise_limits",
     "script_class_factory",
     "ticking",

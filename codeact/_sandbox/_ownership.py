@@ -4,8 +4,9 @@ A script holds exactly: plain data of exact builtin types, objects of its own
 classes, bound tools, and facade stand-ins. Every decision of the guards about an
 object is one of the questions answered here:
 
-- *raw*: may a public attribute be read without a guard call (plain data, script
-  objects, facade types whose whole public surface was reviewed)?
+- *raw*: may a public attribute be read without a guard call? Exact plain data and
+  the script's own objects only; everything else, facades included, is read through
+  the guard, by every construct (attribute, ``getattr``, class pattern).
 - *readable*: which public attribute names of a facade type a script may read;
 - *writable*: a script changes its own objects and plain containers, nothing else;
   the read side guarantees it never holds a container the host also holds;
@@ -62,8 +63,10 @@ MUTABLE_TYPES: set[type] = {list, dict, set, bytearray}
 # Facade types: the public names a script may read (None: every public name).
 READABLE: dict[type, frozenset[str] | None] = {}
 
-# Types whose public attributes read raw (no guard call): plain data and reviewed facades.
-RAW_TYPES: set[type] = set(PLAIN_TYPES)
+# Types whose public attributes read raw (no guard call): exact plain data, nothing more.
+# Frozen, so it is complete before the first guard exists; a session adds its own classes
+# to its guards' copy as its scripts make them.
+RAW_TYPES: frozenset[type] = PLAIN_TYPES
 
 # Classes that script classes may derive from, beside other script classes.
 BASE_CLASSES: set[type] = {object, int, float, str, bytes, tuple, list, dict, set, frozenset}
@@ -84,8 +87,6 @@ def register_readable(
             public = {n for n in dir(kind) if not n.startswith("_")}
             allowed = frozenset((public if allowed is None else allowed) - shared)
         READABLE[kind] = allowed
-        if allowed is None:
-            RAW_TYPES.add(kind)
         if writable:
             WRITABLE_TYPES.add(kind)
             MUTABLE_TYPES.add(kind)
@@ -111,14 +112,14 @@ def readable_names(obj: Any) -> frozenset[str] | bool | None:
     kind = type(obj)
     if kind in RAW_TYPES or is_script_class(kind):
         return None
+    if kind in READABLE:  # a facade type, or a stand-in class (whose metaclass is registered)
+        return READABLE[kind]
     if isinstance(obj, type):
         if obj in PLAIN_TYPES or is_script_class(obj):
             return None
         if obj in READABLE:
             return READABLE[obj]
         return False
-    if kind in READABLE:
-        return READABLE[kind]
     if isinstance(obj, BaseException):  # an error's fields are the data it carries
         return None
     return False
