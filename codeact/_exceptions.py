@@ -59,4 +59,7 @@ class ToolError(CodeActError):
         return (type(self), (self.message, self.code))
 
 
+# What scripts and tracebacks show: the public name, not this private module.
+ToolError.__module__ = "codeact"
+
 __all__ = ["CodeActError", "ErrorCode", "ToolDefinitionError", "ToolError", "UsageError"]

@@ -184,6 +184,22 @@ def answer_of(result: ToolExecutionResult) -> JsonValue | ToolError:
     return thaw(result.value)
 
 
+MIN_SCRIPT_STACK = 64 * 1024 * 1024
+MAX_SCRIPT_STACK = 1024 * 1024 * 1024
+
+
+def script_stack_bytes(limits: Limits) -> int:
+    """The C stack of a host thread that runs scripts: as large as the memory limit.
+
+    Some objects free the chain they head recursively in C (300,000 nested generators,
+    dropped after a RecursionError, take about 300 bytes of C stack each and about 370
+    of memory each): an 8 MiB stack overflows there, and in a host process that is the
+    host gone. Any chain the memory limit lets a script build fits a stack that size.
+    The stack is reserved address space; only the pages a run touches are memory.
+    """
+    return max(MIN_SCRIPT_STACK, min(MAX_SCRIPT_STACK, limits.memory_bytes))
+
+
 class InProcessExecutor:
     """Scripts run in a worker thread of this process, under the in-process guards and limits.
 
@@ -245,7 +261,9 @@ class InProcessExecutor:
         sandbox = self.sandbox(session)
         thread = self._script_threads.get(session)
         if thread is None:
-            thread = self._script_threads[session] = SessionThread(f"codeact-script-{session}")
+            thread = self._script_threads[session] = SessionThread(
+                f"codeact-script-{session}", stack_bytes=script_stack_bytes(self.limits)
+            )
         token = anyio.lowlevel.current_token()  # the script's thread reaches the loop by it
         bounded = bounded_tool_caller(call_tool, self.limits)
         batch = bounded_batch_caller(call_tool, call_tools, self.limits)

@@ -31,9 +31,12 @@ _STOP = object()
 class SessionThread:
     """Runs one session's blocking jobs, one at a time, in a thread of its own."""
 
-    def __init__(self, name: str, *, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self, name: str, *, idle_seconds: float = IDLE_SECONDS, stack_bytes: int = 0
+    ) -> None:
         self.name = name
         self.idle_seconds = idle_seconds
+        self.stack_bytes = stack_bytes  # 0: the platform's default
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -53,7 +56,7 @@ class SessionThread:
             self._jobs.put((function, context, loop, future))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
-                self._thread.start()
+                _start_with_stack(self._thread, self.stack_bytes)
         return await future
 
     def close(self) -> None:
@@ -82,6 +85,23 @@ class SessionThread:
                 outcome = (False, error)
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(_settle, future, outcome)
+
+
+_STACK_SIZE_LOCK = threading.Lock()
+
+
+def _start_with_stack(thread: threading.Thread, stack_bytes: int) -> None:
+    """Start ``thread`` with a C stack of ``stack_bytes`` (the setting is process-wide:
+    set, start, restore, under a lock of this module's)."""
+    if not stack_bytes:
+        thread.start()
+        return
+    with _STACK_SIZE_LOCK:
+        previous = threading.stack_size(stack_bytes)
+        try:
+            thread.start()
+        finally:
+            threading.stack_size(previous)
 
 
 def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:

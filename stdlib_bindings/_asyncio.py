@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from codeact._sandbox._async import running_script_loop
+from codeact._sandbox._async import ScriptTask, running_script_loop
 from codeact._sandbox._guards import Guards
 from codeact._sandbox._ownership import register_base, register_readable
 
@@ -114,7 +114,7 @@ _TASK_NAMES = (
     "cancelling",
 )
 
-register_readable(asyncio.Task, names=_TASK_NAMES)
+register_readable(asyncio.Task, ScriptTask, names=_TASK_NAMES)
 register_readable(asyncio.Future, names=_TASK_NAMES[:7])
 register_readable(TaskGroup, names=("create_task",))
 register_readable(

@@ -50,8 +50,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from codeact._sandbox._errors import LimitExceeded, SandboxStop
-from codeact._sandbox._guards import Guards, ticking
-from codeact._sandbox._ownership import register_base, register_readable
+from codeact._sandbox._guards import Builtin, Guards, ticking
+from codeact._sandbox._ownership import exact_arguments, register_base, register_readable
 
 from ._facade import Facade, pick
 
@@ -207,11 +207,11 @@ def _operator_members(guards: Guards) -> dict[str, Any]:
         methodcaller=methodcaller,
         setitem=setitem,
         delitem=delitem,
-        mul=guards.mul,
-        pow=guards.power,
-        lshift=guards.lshift,
+        mul=Builtin(guards.mul, "mul"),
+        pow=Builtin(guards.power, "pow"),
+        lshift=Builtin(guards.lshift, "lshift"),
         rshift=operator.rshift,
-        mod=guards.mod,
+        mod=Builtin(guards.mod, "mod"),
         concat=concat,
         iconcat=inplace("+="),
     )
@@ -459,14 +459,17 @@ def _collections_abc() -> Facade:
 
 
 def _urllib_parse() -> Facade:
+    # urlsplit and the quoters cache their arguments for the process: exact strings only
+    functions = (
+        "urlparse urlsplit urlunparse urlunsplit urljoin urldefrag urlencode quote "
+        "quote_plus quote_from_bytes unquote unquote_plus unquote_to_bytes parse_qs parse_qsl"
+    )
     return Facade(
         "urllib.parse",
-        pick(
-            urllib.parse,
-            "urlparse urlsplit urlunparse urlunsplit urljoin urldefrag urlencode quote "
-            "quote_plus quote_from_bytes unquote unquote_plus unquote_to_bytes parse_qs "
-            "parse_qsl ParseResult SplitResult DefragResult",
-        ),
+        {
+            **{name: exact_arguments(getattr(urllib.parse, name)) for name in functions.split()},
+            **pick(urllib.parse, "ParseResult SplitResult DefragResult"),
+        },
     )
 
 
@@ -551,11 +554,13 @@ def static_everyday_facades() -> dict[str, Facade]:
                 **pick(
                     time,
                     "time time_ns monotonic monotonic_ns perf_counter perf_counter_ns gmtime "
-                    "localtime mktime asctime ctime strptime struct_time timezone altzone "
+                    "localtime mktime asctime ctime struct_time timezone altzone "
                     "daylight tzname",
                 ),
                 "sleep": _sleep,
                 "strftime": _strftime,
+                # strptime caches each format for the process: exact strings only
+                "strptime": exact_arguments(time.strptime),
             },
         ),
         "contextlib": Facade(

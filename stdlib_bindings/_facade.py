@@ -27,6 +27,8 @@ class Facade:
             if isinstance(value, types.FunctionType) and value.__module__.startswith(__package__):
                 # a wrapper written here shows the public name, not its private one
                 value.__name__ = value.__qualname__ = key
+            if isinstance(value, type) and value.__module__.startswith(_OWN_MODULES):
+                value.__module__ = name  # io.StringIO, not the runtime's module that made it
         object.__setattr__(self, "_name", name)
         # read-only: a static facade is every in-process session's, so no one may swap a member
         object.__setattr__(self, "_members", types.MappingProxyType(dict(members)))
@@ -59,6 +61,9 @@ class Facade:
 
     def __reduce__(self) -> Any:
         raise TypeError("a sandboxed module cannot be pickled")
+
+
+_OWN_MODULES = ("stdlib_bindings", "codeact")
 
 
 def pick(module: types.ModuleType, names: str) -> dict[str, Any]:

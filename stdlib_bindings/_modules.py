@@ -42,16 +42,22 @@ from typing import Any
 from codeact._exceptions import ToolError
 from codeact._sandbox._errors import LimitExceeded, SecurityViolation
 from codeact._sandbox._guards import (
+    OPAQUE_CLASSES,
     Guards,
     OpaqueType,
     ScriptFormatter,
+    interruptible,
+    python_reduce,
     ticking,
     ticking_factory,
+    with_interruptible_callbacks,
 )
 from codeact._sandbox._ownership import (
     SCRIPT_CLASSES,
+    exact_arguments,
     is_script_function,
     register_base,
+    register_host_method,
     register_readable,
 )
 
@@ -86,6 +92,9 @@ class ScriptRandom(random.Random):
             raise LimitExceeded("sequence size", f"randbytes({n:,}) asks for too many bytes")
         return super().randbytes(n)
 
+    def __repr__(self) -> str:
+        return "<random.Random object>"
+
 
 class Chain:
     """``itertools.chain``, ticking, with its ``from_iterable`` alternative constructor."""
@@ -96,8 +105,12 @@ class Chain:
     def from_iterable(self, iterables: Any) -> Iterator[Any]:
         return ticking(itertools.chain.from_iterable(iterables))
 
+    def __repr__(self) -> str:
+        return "<class 'itertools.chain'>"
+
 
 def _namedtuple(typename: str, field_names: Any, **kwargs: Any) -> type:
+    kwargs.setdefault("module", "__main__")  # the script's class, not this module's
     cls = collections.namedtuple(typename, field_names, **kwargs)  # type: ignore[misc]
     SCRIPT_CLASSES.add(cls)
     return cls
@@ -219,25 +232,34 @@ def _static_facades() -> dict[str, Facade]:
                 **{
                     name: ticking_factory(getattr(itertools, name))
                     for name in [
-                        "accumulate",
                         "combinations",
                         "combinations_with_replacement",
                         "compress",
                         "count",
                         "cycle",
-                        "dropwhile",
-                        "filterfalse",
-                        "groupby",
                         "islice",
                         "pairwise",
                         "permutations",
                         "product",
                         "repeat",
-                        "starmap",
-                        "takewhile",
                         "zip_longest",
                     ]
                 },
+                # a C callback would run per skipped item inside one next(): it enters Python
+                **{
+                    name: ticking_factory(
+                        with_interruptible_callbacks(getattr(itertools, name), positions=(0,))
+                    )
+                    for name in ["dropwhile", "filterfalse", "starmap", "takewhile"]
+                },
+                "groupby": ticking_factory(
+                    with_interruptible_callbacks(itertools.groupby, positions=(1,), names=("key",))
+                ),
+                "accumulate": ticking_factory(
+                    with_interruptible_callbacks(
+                        itertools.accumulate, positions=(1,), names=("func",)
+                    )
+                ),
                 "chain": Chain(),
                 "tee": lambda iterable, n=2: tuple(ticking(i) for i in itertools.tee(iterable, n)),
             },
@@ -245,7 +267,10 @@ def _static_facades() -> dict[str, Facade]:
         "functools": Facade(
             "functools",
             {
-                **pick(functools, "reduce partial lru_cache cache cmp_to_key cached_property"),
+                **pick(functools, "partial lru_cache cache cached_property"),
+                # reduce and cmp_to_key call back per item from C: a Python loop, a Python call
+                "reduce": python_reduce,
+                "cmp_to_key": lambda mycmp: functools.cmp_to_key(interruptible(mycmp)),
                 "total_ordering": _on_script_classes(functools.total_ordering),
                 "wraps": _wraps,
             },
@@ -280,15 +305,27 @@ def _static_facades() -> dict[str, Facade]:
         "heapq": Facade(
             "heapq",
             {
-                **pick(
-                    heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest"
-                ),
-                "merge": ticking_factory(heapq.merge),
+                **pick(heapq, "heappush heappop heapify heapreplace heappushpop"),
+                **{
+                    name: with_interruptible_callbacks(getattr(heapq, name), names=("key",))
+                    for name in ("nlargest", "nsmallest")
+                },
+                "merge": ticking_factory(with_interruptible_callbacks(heapq.merge, names=("key",))),
             },
         ),
         "bisect": Facade(
             "bisect",
-            pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right"),
+            {
+                name: with_interruptible_callbacks(getattr(bisect, name), names=("key",))
+                for name in [
+                    "bisect",
+                    "bisect_left",
+                    "bisect_right",
+                    "insort",
+                    "insort_left",
+                    "insort_right",
+                ]
+            },
         ),
         "base64": Facade(
             "base64",
@@ -374,10 +411,17 @@ def _register_readable_types() -> None:
         functools.partial,
         functools.cached_property,
         type(functools.lru_cache(None)(len)),
+        type(functools.lru_cache(None)(len).cache_info()),  # hits, misses, maxsize, currsize
         type(Counter().most_common),
         OpaqueType,
     )
     register_readable(ScriptFormatter, names=("format", "format_map", "vformat", "parse"))
+    # caches keyed by what scripts pass: replacement templates, strptime formats
+    for name in ("sub", "subn"):
+        register_host_method(re.Pattern, name, exact_arguments)
+    register_host_method(datetime.datetime, "strptime", exact_arguments)
+    # called from a script, a flag class keeps the value as a pseudo-member for good
+    OPAQUE_CLASSES.add(re.RegexFlag)
     register_base(
         enum.Enum,
         enum.IntEnum,
@@ -403,6 +447,15 @@ def _register_readable_types() -> None:
         writable=True,
     )
 
+
+# What type() of these shows: the public name each stands for.
+for _kind, _module, _name in (
+    (Chain, "itertools", "chain"),
+    (ScriptFormatter, "string", "Formatter"),
+    (ScriptRandom, "random", "Random"),
+    (Counter, "collections", "Counter"),
+):
+    _kind.__module__, _kind.__qualname__ = _module, _name
 
 STATIC_FACADES = _static_facades()
 _register_readable_types()
@@ -470,19 +523,37 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
 
 
 def _re_members(guards: Guards) -> dict[str, Any]:
-    members = pick(
-        re,
-        "compile match search fullmatch findall finditer split escape error Pattern Match "
-        "IGNORECASE I MULTILINE M DOTALL S VERBOSE X ASCII A UNICODE U NOFLAG",
+    # re caches patterns, flags and replacement templates for the whole process: each
+    # function receives exact strings and ints, never a script's subclass of them
+    members = {
+        name: exact_arguments(getattr(re, name))
+        for name in [
+            "compile",
+            "match",
+            "search",
+            "fullmatch",
+            "findall",
+            "finditer",
+            "split",
+            "escape",
+        ]
+    }
+    members.update(
+        pick(
+            re,
+            "error Pattern Match IGNORECASE I MULTILINE M DOTALL S VERBOSE X ASCII A UNICODE U "
+            "NOFLAG",
+        )
     )
+    exact_sub, exact_subn = exact_arguments(re.sub), exact_arguments(re.subn)
 
     def sub(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
         _check_substitution(guards, repl, text)
-        return re.sub(pattern, repl, text, count=count, flags=flags)
+        return exact_sub(pattern, repl, text, count=count, flags=flags)
 
     def subn(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
         _check_substitution(guards, repl, text)
-        return re.subn(pattern, repl, text, count=count, flags=flags)
+        return exact_subn(pattern, repl, text, count=count, flags=flags)
 
     members["sub"], members["subn"] = sub, subn
     return members

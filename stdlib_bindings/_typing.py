@@ -254,6 +254,8 @@ def typing_members() -> dict[str, Any]:
 
 
 register_readable(TypingForm, GenericForm, TypeVar, _Shaped, names=())
+for _form in (TypingForm, GenericForm, TypeVar, _Shaped):
+    _form.__module__ = "typing"  # what type() of a form shows
 register_base(Generic, NamedTupleBase, TypedDictBase, ProtocolBase)
 CLASS_BUILDERS.update(
     {

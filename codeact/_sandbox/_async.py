@@ -120,7 +120,23 @@ class ScriptEventLoop(asyncio.base_events.BaseEventLoop):
 def _watched_task(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
     """Every task's coroutine reports a stop to the loop, which a task would otherwise keep."""
     assert isinstance(loop, ScriptEventLoop)
-    return asyncio.Task(_reporting(loop, coro), loop=loop, **kwargs)
+    return ScriptTask(_reporting(loop, coro), loop=loop, **kwargs)
+
+
+class ScriptTask(asyncio.Task):  # type: ignore[type-arg]
+    """A script's task, whose repr names no host coroutine or file (asyncio's shows both)."""
+
+    def __repr__(self) -> str:
+        if not self.done():
+            state = "pending"
+        elif self.cancelled():
+            state = "cancelled"
+        else:
+            state = "finished"
+        return f"<Task {state} name={self.get_name()!r}>"
+
+
+ScriptTask.__module__, ScriptTask.__qualname__ = "asyncio", "Task"
 
 
 async def _reporting(loop: ScriptEventLoop, coro: Any) -> Any:

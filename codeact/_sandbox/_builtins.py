@@ -11,19 +11,28 @@ are snapshots without the guards' names; ``vars`` reads only the script's own ob
 from __future__ import annotations
 
 import builtins
+import inspect
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 from .._exceptions import ToolError
 from ._errors import SecurityViolation
-from ._guards import Guards, LongRange, ticking_factory
+from ._guards import (
+    Builtin,
+    Guards,
+    LongRange,
+    eager_or_ticking,
+    ticking_factory,
+    with_interruptible_callbacks,
+)
+from ._ownership import STAND_INS as _STAND_INS
 from ._ownership import register_base, register_readable
 
 _PLAIN = (
-    "abs all any ascii bin bool callable chr complex dict divmod enumerate float "
-    "frozenset hash hex int isinstance issubclass len list max min next object oct ord "
-    "repr reversed round set slice sorted str tuple zip super staticmethod classmethod "
+    "abs all any ascii bin bool callable chr complex dict divmod float "
+    "frozenset hash hex int isinstance issubclass len list next object oct ord "
+    "repr reversed round set slice str tuple super staticmethod classmethod "
     "property NotImplemented Ellipsis id aiter anext"
 )
 
@@ -60,7 +69,7 @@ class _GuardedType(type):
         super().__init__(name, bases, namespace)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return _STAND_INS[id(cls)][1](*args, **kwargs)
+        return _STAND_INS[id(cls)][1]()(*args, **kwargs)
 
     def __instancecheck__(cls, obj: Any) -> bool:
         real = _STAND_INS[id(cls)][0]
@@ -80,14 +89,13 @@ class _GuardedType(type):
 
 
 _STAND_IN_KEY = object()
-# id(stand-in) -> (the real type, its guarded constructor); an entry goes with its stand-in.
-_STAND_INS: dict[int, tuple[type, Callable[..., Any]]] = {}
 
 
 register_readable(_GuardedType)
 # @x.setter and friends; fget/fset/fdel are the script's own functions.
 register_readable(property, names=("getter", "setter", "deleter", "fget", "fset", "fdel"))
 register_readable(LongRange, names=("start", "stop", "step", "count", "index"))
+register_readable(Builtin, names=())
 register_base(*(getattr(builtins, name) for name in _EXCEPTIONS.split()))
 
 
@@ -96,7 +104,11 @@ def guarded_type(real: type, construct: Callable[..., Any]) -> type:
     members = {name: getattr(real, name) for name in dir(real) if not name.startswith("_")}
     members["__doc__"] = real.__doc__
     stand_in = _GuardedType(real.__name__, (), members, key=_STAND_IN_KEY)
-    _STAND_INS[id(stand_in)] = (real, construct)
+    # weakly: the table is the process's, a constructor bound to guards is one session's
+    if inspect.ismethod(construct):
+        _STAND_INS[id(stand_in)] = (real, weakref.WeakMethod(construct))
+    else:
+        _STAND_INS[id(stand_in)] = (real, lambda: construct)
     weakref.finalize(stand_in, _STAND_INS.pop, id(stand_in), None)
     return stand_in
 
@@ -110,8 +122,13 @@ def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Calla
             raise TypeError(f"{name} expected {expected} arguments, got {len(args)}")
         return guard(*args)
 
-    builtin.__name__ = builtin.__qualname__ = name
-    return builtin
+    return Builtin(builtin, name)
+
+
+_MAP = ticking_factory(builtins.map)
+_FILTER = ticking_factory(with_interruptible_callbacks(builtins.filter, positions=(0,)))
+_ZIP = eager_or_ticking(builtins.zip)
+_ENUMERATE = eager_or_ticking(builtins.enumerate)
 
 
 def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any]:
@@ -124,26 +141,34 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "hasattr": _named(guards.hasattr, "hasattr", 2, 2),
             "setattr": _named(guards.setattr, "setattr", 3, 3),
             "delattr": _named(guards.delattr, "delattr", 2, 2),
-            "vars": guards.vars,
-            "dir": guards.dir,
+            "vars": Builtin(guards.vars, "vars"),
+            "dir": Builtin(guards.dir, "dir"),
             "type": guarded_type(type, guards.type_of),
             "range": guarded_type(range, guards.make_range),
             "bytes": guarded_type(bytes, guards.make_bytes),
             "bytearray": guarded_type(bytearray, guards.make_bytearray),
-            "sum": guards.sum,
+            "sum": Builtin(guards.sum, "sum"),
             # map and filter call arbitrary functions per item: re-yielded from Python, so a
             # C consumer (sum, max, list) can be interrupted, and nesting is Python recursion
-            "map": ticking_factory(builtins.map),
-            "filter": ticking_factory(builtins.filter),
-            "iter": guards.iterate,
-            "pow": guards.power,
-            "format": guards.format_value,
-            "ToolError": ToolError,
+            "map": guarded_type(map, _MAP),
+            "filter": guarded_type(filter, _FILTER),
+            # lazy arguments make them nest in C (a stack overflow): re-yielded then
+            "zip": guarded_type(zip, _ZIP),
+            "enumerate": guarded_type(enumerate, _ENUMERATE),
+            # a C key (xs.count) would hold the interpreter for minutes: it enters Python
+            "sorted": Builtin(with_interruptible_callbacks(sorted, names=("key",)), "sorted"),
+            "min": Builtin(with_interruptible_callbacks(min, names=("key",)), "min"),
+            "max": Builtin(with_interruptible_callbacks(max, names=("key",)), "max"),
+            "iter": Builtin(guards.iterate, "iter"),
+            "pow": Builtin(guards.power, "pow"),
+            "format": Builtin(guards.format_value, "format"),
+            "ToolError": ToolError,  # shown as codeact.ToolError, its public name
             "__build_class__": builtins.__build_class__,
             "__import__": importer,
         }
     )
-    for name in ("type", "range", "bytes", "bytearray"):  # type(b"") is bytes, in scripts too
+    for name in ("type", "range", "bytes", "bytearray", "map", "filter", "zip", "enumerate"):
+        # type(b"") is bytes, in scripts too
         guards.shown[getattr(builtins, name)] = table[name]
     guards.shown[_GuardedType] = table["type"]  # type(range) is type
     guards.shown[LongRange] = table["range"]  # a long range is a range, as scripts see it

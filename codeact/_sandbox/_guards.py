@@ -20,6 +20,8 @@ from ._limits import Limits
 from ._ownership import (
     BASE_CLASSES,
     CLASS_BUILDERS,
+    HOST_METHOD_NAMES,
+    HOST_METHODS,
     RAW_TYPES,
     READABLE,
     SCRIPT_CLASSES,
@@ -28,8 +30,10 @@ from ._ownership import (
     is_shared_container,
     is_writable,
     readable_names,
+    real_base,
 )
 from ._transformer import (
+    CALLBACK_METHODS,
     FORBIDDEN_ATTRIBUTES,
     GUARDED_ATTRIBUTES,
     GUARDED_DUNDERS,
@@ -39,6 +43,7 @@ from ._transformer import (
 )
 
 _MISSING = object()
+_OWN_MODULES = ("codeact.", "stdlib_bindings")
 MAX_MODULUS_BITS = 65_536
 MAX_MODPOW_WORK = 1 << 28
 _PLAIN = (list, dict, set, bytearray)
@@ -73,6 +78,11 @@ class Guards:
         Transformed code calls this for every attribute read whose receiver is not
         plain data or a script object (those read raw, after an inline type check).
         """
+        if name in CALLBACK_METHODS:  # list.sort, by any path (super() included)
+            return _callback_safe(self._read(obj, name, default))
+        return self._read(obj, name, default)
+
+    def _read(self, obj: Any, name: str, default: Any) -> Any:
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
         if name[:1] == "_":
@@ -99,11 +109,17 @@ class Guards:
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if is_shared_container(obj, name, value):  # a host class's container is every session's
             raise SecurityViolation(f"the attribute {name!r} is shared with the host")
+        if name in HOST_METHOD_NAMES:  # a method that caches its arguments process-wide
+            wrap = HOST_METHODS.get((obj if isinstance(obj, type) else kind, name))
+            if wrap is not None:
+                return wrap(value)
         return value
 
     def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
         if name in READABLE_DUNDERS:  # __name__, __qualname__, __doc__: plain strings only
             value = getattr(obj, name, None)
+            if name == "__module__" and type(value) is str and value.startswith(_OWN_MODULES):
+                return "builtins"  # the runtime's private modules are not the script's business
             if value is None or type(value) is str:
                 return value
         elif name in GUARDED_DUNDERS:
@@ -297,15 +313,15 @@ class Guards:
         shown = self.shown.get(kind)
         if shown is not None:
             return shown
+        if issubclass(kind, type) or kind is OpaqueType:  # a class's class: what type() is
+            type_stand_in = self.shown.get(type)
+            if type_stand_in is not None:
+                return type_stand_in
         if kind in self.raw or kind in READABLE or is_script_class(kind):
             if not issubclass(kind, type) and kind not in OPAQUE_CLASSES:
                 return kind
         elif issubclass(kind, BaseException):
             return kind
-        if issubclass(kind, type) or kind is OpaqueType:  # a class's class: what type() is
-            type_stand_in = self.shown.get(type)
-            if type_stand_in is not None:
-                return type_stand_in
         return self.opaque_type(kind)
 
     def opaque_type(self, real: type) -> OpaqueType:
@@ -466,8 +482,47 @@ class Guards:
         return (width, *args[1:]) if args else args
 
 
+def _callback_safe(value: Any) -> Any:
+    """The builtin ``list.sort`` with its ``key`` made ``interruptible``; anything else as is."""
+    method: Any = value
+    if method is _LIST_SORT or (
+        type(method) is _BUILTIN_METHOD
+        and method.__name__ == "sort"
+        and isinstance(method.__self__, list)
+    ):
+        return GuardedMethod(with_interruptible_callbacks(method, names=("key",)), "sort")
+    return method
+
+
+_LIST_SORT: Any = list.sort
+_BUILTIN_METHOD: type = type([].append)
+
+
 def _no_run(*args: Any) -> Any:
     raise RuntimeError("not inside a script run")
+
+
+class Builtin:  # type() shows builtins.builtin_function_or_method
+    """A builtin the runtime implements, as a script holds it: a name and a call, nothing
+    to read (a bound method of the guards would show, and hand over, the guards)."""
+
+    __slots__ = ("_call", "_name")
+
+    def __init__(self, call: Callable[..., Any], name: str) -> None:
+        self._call = call
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<built-in function {self._name}>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a builtin cannot be pickled in scripts")
+
+
+Builtin.__module__, Builtin.__qualname__ = "builtins", "builtin_function_or_method"
 
 
 class GuardedMethod:
@@ -648,6 +703,100 @@ def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
         yield item
 
 
+def interruptible(function: Any) -> Any:
+    """A callback for C code that calls it per item, made to enter Python on every call.
+
+    ``sorted(xs, key=xs.count)`` or ``reduce(operator.add, lists)`` with a C callback run
+    entirely in C: no bytecode, so no limit can stop them for minutes. Entering a Python
+    function is where the interpreter takes a pending stop; a script's own functions do
+    already, anything else is wrapped.
+    """
+    if function is None or type(function) is _FUNCTION:
+        return function
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    return call
+
+
+_FUNCTION = type(interruptible)
+
+
+def with_interruptible_callbacks(
+    function: Callable[..., Any], *, positions: tuple[int, ...] = (), names: tuple[str, ...] = ()
+) -> Callable[..., Any]:
+    """``function`` whose callback arguments (at ``positions``, or named) are ``interruptible``."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if positions:
+            args = tuple(interruptible(a) if i in positions else a for i, a in enumerate(args))
+        for name in names:
+            if name in kwargs:
+                kwargs[name] = interruptible(kwargs[name])
+        return function(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(function, "__name__", "function")
+    call.__doc__ = getattr(function, "__doc__", None)
+    return call
+
+
+# Containers a C iterator may walk directly: finite, in memory, never lazy, never nested.
+_EAGER = frozenset(
+    {
+        list,
+        tuple,
+        str,
+        bytes,
+        bytearray,
+        dict,
+        set,
+        frozenset,
+        range,
+        type({}.keys()),
+        type({}.values()),
+        type({}.items()),
+    }
+)
+
+
+def eager_or_ticking(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """A C iterator constructor (``zip``, ``enumerate``) that cannot nest in C.
+
+    Over plain containers it is the builtin itself; over anything lazy it is re-yielded
+    from Python, so 300,000 nested ``zip`` objects are Python recursion (a limit), not a C
+    stack overflow, and a C consumer of them can be stopped.
+    """
+    eager = _EAGER
+
+    def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for arg in args:
+            if type(arg) not in eager:
+                return ticking(factory(*args, **kwargs))
+        return factory(*args, **kwargs)
+
+    make.__name__ = make.__qualname__ = getattr(factory, "__name__", "iterator")
+    make.__doc__ = getattr(factory, "__doc__", None)
+    return make
+
+
+def python_reduce(function: Callable[[Any, Any], Any], iterable: Any, *initial: Any) -> Any:
+    """``functools.reduce`` as a Python loop: each step is bytecode a limit can stop."""
+    if len(initial) > 1:
+        raise TypeError(f"reduce expected at most 3 arguments, got {2 + len(initial)}")
+    items = iter(iterable)
+    if initial:
+        value = initial[0]
+    else:
+        try:
+            value = next(items)
+        except StopIteration:
+            raise TypeError("reduce() of empty iterable with no initial value") from None
+    for item in items:
+        value = function(value, item)
+    return value
+
+
 def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     """Wrap an iterator factory so everything it yields passes through Python code."""
 
@@ -682,6 +831,7 @@ class ScriptClassFactory:
     def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: Any) -> Any:
         if kwargs:  # class X(metaclass=...), or keywords for a host __init_subclass__
             raise SecurityViolation("class keywords are not allowed in scripts")
+        bases = tuple(map(real_base, bases))
         meta = _metaclass_for(bases)
         namespace = meta.__prepare__(name, bases)
         # The class is the script's from the moment it exists: an Enum builds its members
@@ -693,6 +843,7 @@ class ScriptClassFactory:
     def __call__(self, name: str, bases: tuple[type, ...], namespace: Any, **kwargs: Any) -> type:
         if kwargs:
             raise SecurityViolation("class keywords are not allowed in scripts")
+        bases = tuple(map(real_base, bases))
         for base in bases:
             builder = CLASS_BUILDERS.get(base)
             if builder is not None:  # class P(NamedTuple): a class of another shape
@@ -913,14 +1064,19 @@ _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 __all__ = [
+    "Builtin",
     "GuardedMethod",
     "Guards",
     "LongRange",
     "OpaqueType",
     "ScriptFormatter",
+    "eager_or_ticking",
+    "interruptible",
     "match_class_guard",
+    "python_reduce",
     "reraise_limits",
     "script_class_factory",
     "ticking",
     "ticking_factory",
+    "with_interruptible_callbacks",
 ]

@@ -22,6 +22,7 @@ from ._builtins import safe_builtins
 from ._compiler import SCRIPT_FILENAME, compile_script
 from ._errors import LimitExceeded, SandboxStop, SecurityViolation
 from ._guards import (
+    Builtin,
     Guards,
     match_class_guard,
     operator_guards,
@@ -149,8 +150,8 @@ class Sandbox:
             if name in self.modules
         }
         self._builtins = safe_builtins(self.guards, self._import)
-        self._builtins["globals"] = self._globals_snapshot
-        self._builtins["locals"] = self._locals_snapshot
+        self._builtins["globals"] = Builtin(self._globals_snapshot, "globals")
+        self._builtins["locals"] = Builtin(self._locals_snapshot, "locals")
         self._operator_guards = operator_guards(self.guards)
         self.guards.run_coroutine = self._run_coroutine
         self.guards.emit = self._emit
@@ -480,7 +481,7 @@ class Sandbox:
 
     def _locals_snapshot(self) -> dict[str, Any]:
         """``locals()``: a copy of the calling script frame's names; no other frame's."""
-        frame = sys._getframe(1)
+        frame = sys._getframe(2)  # past the Builtin that holds this method
         if frame.f_code.co_filename != SCRIPT_FILENAME:  # called through a host function
             raise SecurityViolation("locals() is only available called from script code")
         if frame.f_globals is frame.f_locals:

@@ -97,6 +97,63 @@ def register_readable(
 CLASS_BUILDERS: dict[type, Any] = {}
 
 
+# id(stand-in of a builtin) -> (the real type, its guarded constructor): kept here, never
+# under a name of the stand-in; an entry goes with its stand-in.
+STAND_INS: dict[int, tuple[type, Any]] = {}
+
+
+def real_base(base: Any) -> Any:
+    """A class statement's base as the class is built on: ``bytes``, not its stand-in."""
+    entry = STAND_INS.get(id(base))
+    return base if entry is None else entry[0]
+
+
+# Host methods that keep their arguments in a process-wide cache (a compiled pattern's
+# replacement templates, strptime's formats): (owner type, name) -> a wrapper factory.
+HOST_METHODS: dict[tuple[type, str], Any] = {}
+HOST_METHOD_NAMES: set[str] = set()
+
+
+def register_host_method(owner: type, name: str, wrap: Any) -> None:
+    """Hand ``owner.name`` to scripts only through ``wrap(method)``."""
+    HOST_METHODS[(owner, name)] = wrap
+    HOST_METHOD_NAMES.add(name)
+
+
+def exact_value(value: Any) -> Any:
+    """``value`` as an exact builtin if it is a subclass of one, else as it is.
+
+    What host code keeps in a cache shared by every session must not be a script's
+    object: a ``str`` subclass there keeps its attributes (a suspended generator,
+    whose ``finally`` would run in another session) alive after its session ends.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bytes or kind is float or kind is bool:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, bytes):
+        return bytes.__bytes__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    return value
+
+
+def exact_arguments(function: Any) -> Any:
+    """``function`` receiving exact builtins for every scalar argument (see ``exact_value``)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return function(
+            *[exact_value(a) for a in args], **{k: exact_value(v) for k, v in kwargs.items()}
+        )
+
+    call.__name__ = call.__qualname__ = getattr(function, "__name__", "function")
+    call.__doc__ = getattr(function, "__doc__", None)
+    return call
+
+
 def register_base(*types: type) -> None:
     """Declare facade classes a script class may derive from (reviewed for relays)."""
     BASE_CLASSES.update(types)
@@ -164,6 +221,7 @@ def _is_shared(kind: type, name: str) -> bool:
 __all__ = [
     "BASE_CLASSES",
     "CLASS_BUILDERS",
+    "HOST_METHODS",
     "PLAIN_TYPES",
     "RAW_TYPES",
     "READABLE",
@@ -171,11 +229,15 @@ __all__ = [
     "SCOPE_MARK",
     "SCRIPT_CLASSES",
     "WRITABLE_TYPES",
+    "exact_arguments",
+    "exact_value",
     "is_script_class",
     "is_script_function",
     "is_shared_container",
     "is_writable",
     "readable_names",
+    "real_base",
     "register_base",
+    "register_host_method",
     "register_readable",
 ]

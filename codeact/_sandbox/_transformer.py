@@ -149,6 +149,10 @@ GUARDED_ATTRIBUTES = frozenset(
     }
 )
 
+# Methods of plain data that call back per item in C (``xs.sort(key=xs.count)``): never read
+# raw, so the guard hands out a form whose callback enters Python on every call.
+CALLBACK_METHODS = frozenset({"sort"})
+
 # Attributes that lead to frames, code, or the class hierarchy, beyond the base list.
 FORBIDDEN_ATTRIBUTES = frozenset(
     INSPECT_ATTRIBUTES | {"mro", "f_lineno", "tb_lineno", "gi_running", "obj", "format_field"}
@@ -235,6 +239,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
             isinstance(node.ctx, ast.Load)
             and not node.attr.startswith("_")
             and node.attr not in GUARDED_ATTRIBUTES
+            and node.attr not in CALLBACK_METHODS
             and not node.attr.endswith("__roles__")
         ):
             return _guarded_read(self.node_contents_visit(node))
@@ -803,6 +808,7 @@ def _is_super_call(node: ast.expr) -> bool:
 
 __all__ = [
     "ASYNC_TAKERS",
+    "CALLBACK_METHODS",
     "FORBIDDEN_ATTRIBUTES",
     "GUARDED_ATTRIBUTES",
     "GUARDED_DUNDERS",

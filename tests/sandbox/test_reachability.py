@@ -3,21 +3,25 @@
 From every name a script starts with (builtins, every member of every facade, a
 bound tool, values the script itself makes), the crawl follows what a script can
 follow: public attribute reads as the guards answer them, a handful of dunders a
-script may try, ``type(x)``, items of containers, and the results of calling
-zero-argument members that are safe to call. It fails on a module, frame, code
+script may try, every private name an object has, ``type(x)`` and the type of that,
+what a class pattern would bind (CPython reads the subject itself, once the guard has
+allowed the name), and items of containers. It fails on a module, frame, code
 object, traceback, a class that builds classes, ``super`` itself, a function whose
-host globals are readable, or a mutable container that a host class holds.
+host globals are readable, a mutable container that a host class holds, or a repr
+that shows a heap address or the runtime's own module names.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import types
 from collections import deque
 from typing import Any
 
 from codeact._sandbox import Sandbox
 from codeact._sandbox._errors import SandboxStop
+from codeact._sandbox._guards import match_class_guard
 from codeact._sandbox._ownership import is_script_class
 
 PROBED_DUNDERS = (
@@ -58,6 +62,8 @@ PROBED_DUNDERS = (
     "_loop",
     "_coro",
 )
+# Private names of the runtime's own stand-ins and wrappers, tried on everything.
+PROBED_PRIVATE = ("_real", "_construct", "_members", "_guards", "_cls", "_bound", "_call", "_span")
 MAX_OBJECTS = 60_000
 # super().__init__() (the script's own constructor); what type() answers; the script's
 # own objects' attributes; an error's chain. Their values are crawled like any other.
@@ -153,25 +159,65 @@ def _dangerous(obj: Any, sandbox_globals: dict[str, Any]) -> str | None:
     return None
 
 
-def _reads(sandbox: Sandbox, obj: Any) -> list[tuple[str, Any]]:
+def _reads(sandbox: Sandbox, obj: Any, pattern: Any) -> list[tuple[str, Any]]:
     guards = sandbox.guards
     found: list[tuple[str, Any]] = []
-    names = _public_names(obj) + list(PROBED_DUNDERS)
+    names = _public_names(obj) + list(PROBED_DUNDERS) + _private_names(obj)
     for name in names:
         try:
             value = guards.getattr(obj, name)
         except (SandboxStop, AttributeError, TypeError, ValueError, LookupError):
-            continue
+            pass
         except Exception:  # a property that fails on this value: nothing reached
-            continue
-        found.append((name, value))
+            pass
+        else:
+            found.append((name, value))
+        if name[:1] != "_":
+            continue  # a public name binds what the guarded read above found
+        # ``case C(name=v)`` with C = type(obj): CPython binds what it reads itself, once
+        # the pattern's stand-in class (the sandbox's own, as compiled code gets it) says so
+        try:
+            if isinstance(obj, pattern(type(obj), (name,), 0)):
+                found.append((f"<pattern {name}>", getattr(obj, name)))
+        except (SandboxStop, Exception):  # refused, or missing
+            pass
     with contextlib.suppress(SandboxStop):
-        found.append(("type()", guards.type_of(obj)))
+        shown = guards.type_of(obj)
+        found.append(("type()", shown))
+        found.append(("type(type())", guards.type_of(shown)))
     if type(obj) in (list, tuple, set, frozenset):
         found.extend(("item", item) for item in list(obj)[:50])
     elif type(obj) is dict:
         found.extend(("value", item) for item in list(obj.values())[:50])
     return found
+
+
+def _private_names(obj: Any) -> list[str]:
+    try:
+        own = [n for n in dir(obj) if n[:1] == "_" and n[1:2] != "_"]
+    except Exception:
+        own = []
+    return own + list(PROBED_PRIVATE)
+
+
+# The runtime's private modules and its files; heap addresses are CPython's own (id() gives them).
+TELLING = re.compile(r"codeact\._|codeact/|stdlib_bindings")
+
+
+def _telling_repr(obj: Any, scope: dict[str, Any]) -> str | None:
+    """A repr a script sees must not show the runtime's private modules or its files."""
+    if is_script_class(type(obj)) or (isinstance(obj, type) and is_script_class(obj)):
+        return None  # the script's own objects say what their class says
+    if isinstance(obj, types.FunctionType) and obj.__globals__ is scope:
+        return None  # the script's own functions: CPython's repr shows an address
+    if isinstance(obj, types.GeneratorType | types.CoroutineType | types.AsyncGeneratorType):
+        return None  # the script's own generators (their code is the script's)
+    try:
+        text = repr(obj)
+    except Exception:
+        return None
+    found = TELLING.search(text)
+    return None if found is None else f"its repr shows {found.group()!r}: {text[:80]}"
 
 
 def _public_names(obj: Any) -> list[str]:
@@ -195,6 +241,7 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox() -> None:
     roots += [(f"module {name}", facade) for name, facade in sandbox._facades.items()]
     roots += [(f"seed {i}", v) for i, v in enumerate(scope["seeds"])]
 
+    pattern = match_class_guard(sandbox.guards)
     seen: set[int] = set()
     keep: list[Any] = []  # ids stay unique while everything is alive
     queue: deque[tuple[str, Any]] = deque(roots)
@@ -209,10 +256,17 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox() -> None:
         if problem is not None:
             problems.append(f"{path}: {problem} ({obj!r:.80})")
             continue
-        for name, value in _reads(sandbox, obj):
-            dunder = name in PROBED_DUNDERS and name not in ALLOWED_DUNDERS
+        problem = _telling_repr(obj, scope)
+        if problem is not None:
+            problems.append(f"{path}: {problem}")
+        for name, value in _reads(sandbox, obj, pattern):
+            bare = name.removeprefix("<pattern ").removesuffix(">")
+            dunder = bare in PROBED_DUNDERS and bare not in ALLOWED_DUNDERS
             if dunder and value is not None and type(value) is not str:
                 problems.append(f"{path}.{name}: a dunder reached ({type(value).__name__})")
+                continue
+            if bare in PROBED_PRIVATE and name != "type()":
+                problems.append(f"{path}.{name}: a stand-in's private name reached")
                 continue
             queue.append((f"{path}.{name}", value))
     assert problems == [], "\n".join(problems[:40])
