@@ -102,10 +102,28 @@ def apply_os_limits(limits: Limits, *, processes: bool = True) -> None:
         (resource.RLIMIT_CORE, 0),
     ):
         _lower(kind, value)
+    # Some objects free the chain they head recursively in C (nested generators after a
+    # RecursionError): the stack, which the main thread grows on demand, may be as large
+    # as the memory limit lets such a chain be, so freeing it is not a crash.
+    stack = min(max(limits.memory_bytes, MIN_STACK_BYTES), MAX_STACK_BYTES)
+    _raise_soft(resource.RLIMIT_STACK, stack)
     cpu = int(max(LIFETIME_CPU_SECONDS, limits.cpu_seconds * 10))
     _lower(resource.RLIMIT_CPU, cpu, cpu + 5)
     if processes:
         _lower(resource.RLIMIT_NPROC, 0)
+
+
+MIN_STACK_BYTES = 64 * 1024 * 1024
+MAX_STACK_BYTES = 1024 * 1024 * 1024
+
+
+def _raise_soft(kind: int, soft: int) -> None:
+    """Raise a soft limit towards ``soft``, never past the hard one."""
+    with contextlib.suppress(ValueError, OSError):
+        current, hard = resource.getrlimit(kind)
+        wanted = soft if hard == resource.RLIM_INFINITY else min(soft, hard)
+        if current != resource.RLIM_INFINITY and current < wanted:
+            resource.setrlimit(kind, (wanted, hard))
 
 
 def _lower(kind: int, soft: int, hard: int | None = None) -> None:

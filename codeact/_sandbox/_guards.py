@@ -495,7 +495,7 @@ def _callback_safe(value: Any) -> Any:
 
 
 _LIST_SORT: Any = list.sort
-_BUILTIN_METHOD: type = type([].append)
+_BUILTIN_METHOD: Any = type([].append)
 
 
 def _no_run(*args: Any) -> Any:

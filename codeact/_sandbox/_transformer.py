@@ -532,7 +532,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
         # Keyword patterns read attributes without the guard: hold them to the same rules
         # here, and at run time to the object model (see visit_Match).
         for name in node.kwd_attrs:
-            if name.startswith("_") or name in FORBIDDEN_ATTRIBUTES:
+            # a script's own _private fields may be matched; the guard checks the subject
+            if (name.startswith("_") and not is_private_name(name)) or name in FORBIDDEN_ATTRIBUTES:
                 self.error(node, f'"{name}" is not allowed in a class pattern.')
         return self.node_contents_visit(node)
 

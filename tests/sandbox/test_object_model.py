@@ -1,0 +1,433 @@
+"""The object model's third attack pass: each class as the script that found it.
+
+Six assumptions had failed: that a type in the raw set is safe to read raw (by a class
+pattern too), that stand-ins are inert, that a reviewed base class makes a reviewed
+class, that what a session references is what it owns, that fixing the named builtin
+fixes the class, and that the raw set is complete when the first guard is built. Each
+script runs on both executors; near each guard, the ordinary script it must not break.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import gc
+import re
+import weakref
+from collections.abc import Callable
+
+import pytest
+
+from codeact._sandbox import Limits, Sandbox, ScriptOutcome
+from codeact._sandbox._ownership import SCRIPT_CLASSES
+
+from .conftest import Runner
+
+Run = Callable[[str], ScriptOutcome]
+
+SIZED = """
+import collections.abc
+class P(collections.abc.Sized):
+    __match_args__ = ({names})
+    def __len__(self):
+        return 0
+"""
+
+# The chain to the host's exec: an ABC of the script's registers the type stand-in, a
+# positional pattern binds its metaclass, which builds a relaying class; a second
+# pattern reads a host function's globals through it.
+TO_EXEC = (
+    SIZED.format(names='"__class__",')
+    + """
+import json
+P.register(type)
+match range:
+    case P(meta):
+        M = meta
+G = M('G', (), {'_real': json.dumps, '_construct': None})
+class Q(collections.abc.Sized):
+    __match_args__ = ("__globals__",)
+    def __len__(self):
+        return 0
+Q.register(M)
+match G:
+    case Q(g):
+        found = g['__builtins__']['exec']
+found is not None
+"""
+)
+
+GENERATOR_FRAME = (
+    SIZED.format(names='"gi_frame",')
+    + """
+def gen():
+    yield 1
+g = gen()
+P.register(type(g))
+match g:
+    case P(frame):
+        found = frame
+found
+"""
+)
+
+GUARD_OBJECT = (
+    SIZED.format(names='"__self__",')
+    + """
+P.register(type(pow))
+match pow:
+    case P(owner):
+        found = owner
+found
+"""
+)
+
+REDUCE_EX = (
+    SIZED.format(names='"__reduce_ex__",')
+    + """
+class Box:
+    pass
+P.register(Box)
+match Box():
+    case P(reduce):
+        found = reduce(2)
+found
+"""
+)
+
+# type(type(json)) was the real opaque-type class; a pattern read its _real, then the
+# module stand-in's (shared, writable) member dict.
+STAND_IN_INSIDES = (
+    SIZED.format(names='"_real",')
+    + """
+import json
+T = type(type(json))
+P.register(T)
+match type(json):
+    case P(real):
+        found = real
+found
+"""
+)
+
+SCRIPTS = {
+    "a pattern to the host's exec": TO_EXEC,
+    "a pattern to a generator's frame": GENERATOR_FRAME,
+    "a pattern to a builtin's guard object": GUARD_OBJECT,
+    "a pattern to __reduce_ex__": REDUCE_EX,
+    "a pattern to a stand-in's real type": STAND_IN_INSIDES,
+    "the metaclass of a builtin stand-in": "type(range)('X', (), {})",
+    "the metaclass of a script ABC": (
+        "import abc\nclass A(abc.ABC):\n    pass\ntype(A)('S', (str,), {'__hash__': len})"
+    ),
+}
+
+
+@pytest.mark.parametrize("script", SCRIPTS.values(), ids=SCRIPTS.keys())
+def test_no_construct_reads_what_the_guard_refuses(run: Run, script: str) -> None:
+    outcome = run(script)
+    assert outcome.error is not None, f"the read went through: {outcome.value!r}"
+    assert outcome.error.code in ("CODE_SECURITY_VIOLATION", "CODE_RUNTIME_ERROR"), outcome.error
+    assert "frame" not in repr(outcome.value)
+    assert "builtins" not in repr(outcome.value)
+
+
+def test_type_of_a_stand_in_is_type_and_holds_nothing(run: Run) -> None:
+    outcome = run(
+        "import json\n"
+        "T = type(type(json))\n"
+        "(T is type, type(type) is type, type(range) is type, repr(type(json)),"
+        " [n for n in dir(type(json)) if not n.startswith('__')])"
+    )
+    assert outcome.value == [True, True, True, "<class 'Facade'>", []], outcome.error
+
+
+def test_a_static_module_is_the_same_for_every_session_and_nobody_changes_it() -> None:
+    first, second = Sandbox(), Sandbox()
+    swap = first.run(
+        "import json\njson.dumps = len\n"  # refused: the module is read-only
+    )
+    assert swap.error is not None
+    assert second.run("import json\njson.dumps({'a': 1})").value == '{"a": 1}'
+
+
+def test_a_script_abc_registers_only_the_scripts_own_classes(run: Run) -> None:
+    outcome = run(
+        "import collections.abc\n"
+        "class M(collections.abc.MutableMapping):\n"
+        "    def __getitem__(self, k): return 1\n"
+        "    def __setitem__(self, k, v): pass\n"
+        "    def __delitem__(self, k): pass\n"
+        "    def __iter__(self): return iter([])\n"
+        "    def __len__(self): return 0\n"
+        "M.register(list)"
+    )
+    assert outcome.error is not None
+    assert "registers the script's own classes" in outcome.error.message
+    # the host's own answers are unchanged, and its schemas still build
+    assert not isinstance([], collections.abc.Mapping)
+    assert not issubclass(list, collections.abc.MutableMapping)
+
+
+def test_abstract_classes_of_scripts_work_as_in_python(run: Run) -> None:
+    outcome = run(
+        "import abc, collections.abc\n"
+        "class Shape(abc.ABC):\n"
+        "    @abc.abstractmethod\n"
+        "    def area(self): ...\n"
+        "class Square(Shape):\n"
+        "    def area(self): return 4\n"
+        "class Drawn:\n"
+        "    pass\n"
+        "Shape.register(Drawn)\n"
+        "class Pairs(collections.abc.Mapping):\n"
+        "    def __getitem__(self, k): return k * 2\n"
+        "    def __iter__(self): return iter([1, 2])\n"
+        "    def __len__(self): return 2\n"
+        "try:\n"
+        "    Shape()\n"
+        "    made = True\n"
+        "except TypeError:\n"
+        "    made = False\n"
+        "(made, isinstance(Drawn(), Shape), Square().area(), dict(Pairs()),"
+        " isinstance(Pairs(), collections.abc.Mapping), issubclass(Square, Shape))"
+    )
+    assert outcome.value == [False, True, 4, {"1": 2, "2": 4}, True, True], outcome.error
+
+
+def test_class_patterns_over_the_scripts_own_classes_still_bind(run: Run) -> None:
+    outcome = run(
+        "from dataclasses import dataclass\n"
+        "@dataclass\n"
+        "class Point:\n"
+        "    x: int\n"
+        "    y: int\n"
+        "    _tag: str = 'p'\n"
+        "class Pair:\n"
+        "    __match_args__ = ('left', '_right')\n"
+        "    def __init__(self, a, b):\n"
+        "        self.left, self._right = a, b\n"
+        "found = []\n"
+        "for subject in [Point(1, 0), Point(2, 5), Pair('a', 'b'), 3, 'text', 2.5j]:\n"
+        "    match subject:\n"
+        "        case Point(x, 0):\n"
+        "            found.append(('on axis', x))\n"
+        "        case Point(x=x, y=y, _tag=t) if y > 1:\n"
+        "            found.append(('point', x, y, t))\n"
+        "        case Pair(a, b):\n"
+        "            found.append(('pair', a, b))\n"
+        "        case int(n):\n"
+        "            found.append(('int', n))\n"
+        "        case str() as s:\n"
+        "            found.append(('str', s))\n"
+        "        case complex(imag=i):\n"
+        "            found.append(('complex', i))\n"
+        "found"
+    )
+    assert outcome.value == [
+        ["on axis", 1],
+        ["point", 2, 5, "p"],
+        ["pair", "a", "b"],
+        ["int", 3],
+        ["str", "text"],
+        ["complex", 2.5],
+    ], outcome.error
+
+
+def test_a_pattern_cannot_bind_an_unguarded_method(run: Run) -> None:
+    outcome = run("match 'abc':\n    case str(join=j):\n        found = j\nfound")
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_SECURITY_VIOLATION"
+
+
+# Host caches -------------------------------------------------------------------------
+
+KEEPERS = """
+import re, time, datetime, urllib.parse
+class Text(str):
+    pass
+class Number(int):
+    pass
+def held():
+    try:
+        yield 1
+    finally:
+        ended = True
+fmt = Text("%Y-%m-%d")
+fmt.held = held()
+next(fmt.held)
+flags = Number(2)
+flags.held = held()
+next(flags.held)
+re.compile(Text("ab+c"))
+re.match(Text("x+y"), "xy")
+re.compile("qq", flags)
+re.sub("a", Text(r"\\g<0>!"), "aaa")
+re.compile("b").sub(Text(r"\\g<0>?"), "bbb")
+time.strptime("2024-01-02", fmt)
+datetime.datetime.strptime("2024-01-02", fmt)
+urllib.parse.urlsplit(Text("http://a/b"))
+urllib.parse.quote("a b", safe=Text("/ "))
+"""
+
+
+def test_nothing_of_a_closed_session_stays_in_host_caches() -> None:
+    sandbox = Sandbox()
+    outcome = sandbox.run(KEEPERS)
+    assert outcome.ok, outcome.error
+    made = [weakref.ref(c) for c in list(SCRIPT_CLASSES) if c.__name__ in ("Text", "Number")]
+    assert len(made) == 2
+    sandbox.close()
+    del sandbox, outcome
+    gc.collect()
+    assert [r() for r in made if r() is not None] == []
+
+
+def test_a_flag_class_is_not_callable_from_scripts(run: Run) -> None:
+    outcome = run("import re\ntype(re.I)(6)")
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_SECURITY_VIOLATION"
+    assert run("import re\n(re.I | re.M) == re.compile('a', re.I | re.M).flags & 10").ok
+
+
+def test_a_strptime_format_of_a_script_does_not_change_the_hosts_dates(run: Run) -> None:
+    import datetime
+
+    outcome = run(
+        "import datetime\n"
+        "class Format(str):\n"
+        "    pass\n"
+        "datetime.datetime.strptime('02/01/2024', Format('%d/%m/%Y')).month"
+    )
+    assert outcome.value == 1, outcome.error
+    assert datetime.datetime.strptime("2024-01-02", "%Y-%m-%d").month == 1
+
+
+def test_regexes_dates_and_urls_still_work_with_subclasses(run: Run) -> None:
+    outcome = run(
+        "import re, datetime, urllib.parse\n"
+        "class Text(str):\n"
+        "    pass\n"
+        "p = re.compile(Text('(a+)(b)'))\n"
+        "[p.sub(Text(r'\\2\\1'), 'aab'), p.pattern, re.findall(Text('[0-9]+'), 'a1b22'),"
+        " datetime.datetime.strptime('2024-03-04', Text('%Y-%m-%d')).day,"
+        " urllib.parse.urlsplit(Text('http://h/p?q=1')).query]"
+    )
+    assert outcome.value == ["baa", "(a+)(b)", ["1", "22"], 4, "q=1"], outcome.error
+
+
+# C consumers -------------------------------------------------------------------------
+
+FREEZES = {
+    "sorted with a C key": "xs = list(range(60_000))\nys = list(xs)\nsorted(xs, key=ys.count)",
+    "max with a C key": "xs = list(range(60_000))\nmax(xs, key=xs.index)",
+    "min with a C key": "xs = list(range(60_000))\nys = list(xs)\nmin(xs, key=ys.count)",
+    "reduce over lists": (
+        "import functools, operator\nfunctools.reduce(operator.add, [[0] * 200] * 60_000, [])"
+    ),
+    "list.sort with a C key": (
+        "xs = list(range(60_000))\nys = list(xs)\nxs.sort(key=ys.count)\nlen(xs)"
+    ),
+    "filterfalse skipping with a C predicate": (
+        "import itertools\nys = list(range(60_000))\nlist(itertools.filterfalse(ys.count, ys))"
+    ),
+    "groupby skipping with a C key": (
+        "import itertools\nxs = [1] * 60_000\ng = itertools.groupby(xs, key=xs.count)\n"
+        "next(g)\nnext(g, None)"
+    ),
+}
+
+
+@pytest.mark.parametrize("script", FREEZES.values(), ids=FREEZES.keys())
+def test_a_c_consumer_with_a_c_callback_stops_at_the_time_limit(
+    make_runner: Callable[..., Runner], script: str
+) -> None:
+    run = make_runner(Limits(wall_seconds=1.0, cpu_seconds=1.0))
+    outcome = run(script)
+    assert outcome.error is not None, "ran to its end"
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT", outcome.error
+    assert run("1 + 1").value == 2  # the session goes on
+
+
+NESTINGS = {
+    "zip": "z = []\nfor i in range(200_000):\n    z = zip(z)\nnext(z)",
+    "enumerate": "z = []\nfor i in range(200_000):\n    z = enumerate(z)\nnext(z)",
+    "generators": "g = iter([1])\nfor i in range(200_000):\n    g = (x for x in g)\nnext(g)",
+    "map": "z = [1]\nfor i in range(200_000):\n    z = map(abs, z)\nsum(z)",
+}
+
+
+@pytest.mark.parametrize("script", NESTINGS.values(), ids=NESTINGS.keys())
+def test_deeply_nested_iterators_end_in_a_limit_not_a_crash(
+    make_runner: Callable[..., Runner], script: str
+) -> None:
+    run = make_runner(Limits(wall_seconds=60, cpu_seconds=60))
+    outcome = run(script)
+    assert outcome.error is not None, outcome
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT", outcome.error
+    assert "recursion" in outcome.error.message
+    assert run("sum(1 for _ in zip([1, 2], 'ab'))").value == 2  # the host and session live
+
+
+def test_callbacks_and_iterators_near_the_guards_still_answer_as_python(run: Run) -> None:
+    outcome = run(
+        "import functools, itertools, operator, heapq, bisect\n"
+        "words = ['b', 'A', 'c']\n"
+        "words.sort(key=str.lower)\n"
+        "f = functools.lru_cache(maxsize=None)(abs)\n"
+        "f(-1); f(-1)\n"
+        "[words, sorted([3, 1, 2], key=lambda v: -v), max('abc', key=ord), min(3, 1, key=abs),\n"
+        " functools.reduce(operator.add, [[1], [2]], []), functools.reduce(operator.mul, [2, 3]),\n"
+        " sorted([3, 1, 2], key=functools.cmp_to_key(lambda a, b: a - b)),\n"
+        " [(k, len(list(g))) for k, g in itertools.groupby('aabbb')],\n"
+        " list(itertools.dropwhile(lambda v: v < 2, [1, 2, 3])),\n"
+        " list(itertools.accumulate([1, 2, 3], operator.mul)),\n"
+        " heapq.nlargest(2, [1, 5, 3], key=lambda v: v), bisect.bisect([1, 2, 3], 2),\n"
+        " list(enumerate(zip('ab', (i for i in range(5))), start=1)),\n"
+        " isinstance(zip([], []), zip), isinstance(enumerate([]), enumerate),\n"
+        " list(filter(None, [0, 1, 2])), f.cache_info().hits, f.cache_info().misses]"
+    )
+    assert outcome.value == [
+        ["A", "b", "c"],
+        [3, 2, 1],
+        "c",
+        1,
+        [1, 2],
+        6,
+        [1, 2, 3],
+        [["a", 2], ["b", 3]],
+        [2, 3],
+        [1, 2, 6],
+        [5, 3],
+        2,
+        [[1, ["a", 0]], [2, ["b", 1]]],
+        True,
+        True,
+        [1, 2],
+        1,
+        1,
+    ], outcome.error
+
+
+# The raw set --------------------------------------------------------------------------
+
+
+def test_the_first_session_of_a_process_behaves_as_every_later_one() -> None:
+    script = (
+        "import json, datetime\n"
+        "[type(json).__name__, repr(type(datetime.date(2024, 1, 2))),"
+        " datetime.date(2024, 1, 2).isoformat()]"
+    )
+    first, later = Sandbox(), Sandbox()
+    assert first.guards.raw == later.guards.raw
+    assert first.run(script).value == later.run(script).value
+
+
+def test_reprs_name_public_modules_only(run: Run) -> None:
+    outcome = run(
+        "import random, io, itertools, string, typing\n"
+        "[repr(random.Random(1)), repr(type(io.StringIO())), repr(itertools.chain),"
+        " repr(string.Formatter()), repr(sorted), repr(type(sorted)), repr(ToolError)]"
+    )
+    assert outcome.ok, outcome.error
+    for text in outcome.value:  # type: ignore[union-attr]
+        assert not re.search(r"codeact\._|stdlib_bindings", text), text
