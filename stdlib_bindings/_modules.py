@@ -171,7 +171,27 @@ MAX_JSON_INDENT = 1_000
 NORMALIZE_GROWTH = 18  # the most one character expands under NFKD (U+FDFA)
 
 
+_JSON_HOOKS = (
+    "default",
+    "object_hook",
+    "object_pairs_hook",
+    "parse_float",
+    "parse_int",
+    "parse_constant",
+)
+
+
+def _json_loads(text: Any, **options: Any) -> Any:
+    # the C scanner calls each hook per object or number: a C hook would run unstoppably
+    for name in _JSON_HOOKS:
+        if name in options:
+            options[name] = interruptible(options[name])
+    return json.loads(text, **options)
+
+
 def _json_dumps(value: Any, **options: Any) -> str:
+    if "default" in options:  # called per value JSON cannot encode, from C
+        options["default"] = interruptible(options["default"])
     indent = options.get("indent")
     if (isinstance(indent, int) and indent > MAX_JSON_INDENT) or (
         isinstance(indent, str) and len(indent) > MAX_JSON_INDENT
@@ -195,7 +215,10 @@ def _static_facades() -> dict[str, Facade]:
     collections_abc = everyday["collections.abc"]
     return {
         **everyday,
-        "json": Facade("json", {**pick(json, "loads JSONDecodeError"), "dumps": _json_dumps}),
+        "json": Facade(
+            "json",
+            {**pick(json, "JSONDecodeError"), "loads": _json_loads, "dumps": _json_dumps},
+        ),
         "math": Facade(
             "math",
             {
@@ -378,6 +401,11 @@ def _static_facades() -> dict[str, Facade]:
     }
 
 
+def _pattern_substitution(method: Any) -> Any:
+    """``Pattern.sub``: exact template strings (re caches them), a callable that enters Python."""
+    return exact_arguments(with_interruptible_callbacks(method, positions=(0,), names=("repl",)))
+
+
 def _register_readable_types() -> None:
     register_readable(
         Facade,
@@ -418,7 +446,7 @@ def _register_readable_types() -> None:
     register_readable(ScriptFormatter, names=("format", "format_map", "vformat", "parse"))
     # caches keyed by what scripts pass: replacement templates, strptime formats
     for name in ("sub", "subn"):
-        register_host_method(re.Pattern, name, exact_arguments)
+        register_host_method(re.Pattern, name, _pattern_substitution)
     register_host_method(datetime.datetime, "strptime", exact_arguments)
     # called from a script, a flag class keeps the value as a pseudo-member for good
     OPAQUE_CLASSES.add(re.RegexFlag)
@@ -546,14 +574,15 @@ def _re_members(guards: Guards) -> dict[str, Any]:
         )
     )
     exact_sub, exact_subn = exact_arguments(re.sub), exact_arguments(re.subn)
+    # a callable replacement is called per match, from C
 
     def sub(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
         _check_substitution(guards, repl, text)
-        return exact_sub(pattern, repl, text, count=count, flags=flags)
+        return exact_sub(pattern, interruptible(repl), text, count=count, flags=flags)
 
     def subn(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
         _check_substitution(guards, repl, text)
-        return exact_subn(pattern, repl, text, count=count, flags=flags)
+        return exact_subn(pattern, interruptible(repl), text, count=count, flags=flags)
 
     members["sub"], members["subn"] = sub, subn
     return members

@@ -128,7 +128,8 @@ def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Calla
 _MAP = ticking_factory(builtins.map)
 _FILTER = ticking_factory(with_interruptible_callbacks(builtins.filter, positions=(0,)))
 _ZIP = eager_or_ticking(builtins.zip)
-_ENUMERATE = eager_or_ticking(builtins.enumerate)
+# enumerate(zip(a, b)) stays in C: a zip made here is over plain containers only
+_ENUMERATE = eager_or_ticking(builtins.enumerate, over=(zip,))
 
 
 def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any]:

@@ -339,9 +339,12 @@ class Guards:
         guard answers ``__class__`` with a stand-in, the raw read would bind the real
         class), never a name the guard answers with a wrapper (a size-checked method).
         """
+        raw = type(subject) in self.raw
         for name in names:
             if type(name) is not str:  # a str subclass could answer the checks below falsely
                 raise TypeError("a class pattern's attribute names must be strings")
+            if raw and name[:1] != "_" and name not in _NOT_RAW_NAMES:
+                continue  # plain data or the script's own object: the guard reads it raw too
             if name[:2] == "__":  # __class__, __globals__, __self__, __reduce_ex__...
                 raise SecurityViolation(f"a class pattern may not read {name!r}")
             value = self.getattr(subject, name, None)
@@ -711,8 +714,8 @@ def interruptible(function: Any) -> Any:
     function is where the interpreter takes a pending stop; a script's own functions do
     already, anything else is wrapped.
     """
-    if function is None or type(function) is _FUNCTION:
-        return function
+    if function is None or type(function) is _FUNCTION or not callable(function):
+        return function  # nothing to call, or a Python function: entering it is the check
 
     def call(*args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
@@ -741,7 +744,8 @@ def with_interruptible_callbacks(
     return call
 
 
-# Containers a C iterator may walk directly: finite, in memory, never lazy, never nested.
+# What a C iterator may walk directly: containers in memory and their own plain iterators,
+# finite and never lazy, so nothing nests under them.
 _EAGER = frozenset(
     {
         list,
@@ -756,22 +760,36 @@ _EAGER = frozenset(
         type({}.keys()),
         type({}.values()),
         type({}.items()),
+        type(iter([])),
+        type(reversed([])),
+        type(iter(())),
+        type(iter("")),
+        type(iter(b"")),
+        type(iter(range(1))),
+        type(iter({})),
+        type(iter({}.values())),
+        type(iter({}.items())),
+        type(reversed({})),
+        type(iter(set())),
     }
 )
 
 
-def eager_or_ticking(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+def eager_or_ticking(
+    factory: Callable[..., Iterator[Any]], *, over: tuple[type, ...] = ()
+) -> Callable[..., Iterator[Any]]:
     """A C iterator constructor (``zip``, ``enumerate``) that cannot nest in C.
 
-    Over plain containers it is the builtin itself; over anything lazy it is re-yielded
-    from Python, so 300,000 nested ``zip`` objects are Python recursion (a limit), not a C
+    Over plain containers (and the C iterators in ``over``, themselves made over plain
+    containers only) it is the builtin itself; over anything lazy it is re-yielded from
+    Python, so 300,000 nested ``zip`` objects are Python recursion (a limit), not a C
     stack overflow, and a C consumer of them can be stopped.
     """
-    eager = _EAGER
+    direct = _EAGER | frozenset(over)
 
     def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
         for arg in args:
-            if type(arg) not in eager:
+            if type(arg) not in direct:
                 return ticking(factory(*args, **kwargs))
         return factory(*args, **kwargs)
 
@@ -1008,13 +1026,20 @@ def match_class_guard(guards: Guards) -> Callable[..., type]:
     other class is replaced by a stand-in that checks the names the pattern will read.
     """
     made: dict[tuple[Any, tuple[str, ...]], type] = {}
+    # (class, keyword names, positional count) -> (the __match_args__ object seen, stand-in):
+    # a match in a loop asks again on every pass, and the same tuple needs no new check
+    recent: dict[tuple[Any, tuple[str, ...], int], tuple[Any, type]] = {}
 
     def stand_in(cls: Any, names: tuple[str, ...], positional: int) -> type:
         if not isinstance(cls, type):
             raise TypeError("called match pattern must be a class")
         if not names and cls in _MATCH_SELF:
             return cls
-        match_args = tuple(getattr(cls, "__match_args__", ()))
+        raw_args = getattr(cls, "__match_args__", ())
+        seen = recent.get((cls, names, positional))
+        if seen is not None and seen[0] is raw_args:
+            return seen[1]
+        match_args = tuple(raw_args)
         if any(type(name) is not str for name in match_args):  # hashed below, in host code
             raise TypeError("__match_args__ elements must be strings")
         read = (*names, *match_args[:positional])
@@ -1028,11 +1053,14 @@ def match_class_guard(guards: Guards) -> Callable[..., type]:
                 "__match_args__": match_args,
             }
             found = made[key] = _PatternMeta(cls.__name__, (), namespace)
+        recent[(cls, names, positional)] = (raw_args, found)
         return found
 
     return stand_in
 
 
+# Public names the guard never answers raw, whatever the receiver.
+_NOT_RAW_NAMES = FORBIDDEN_ATTRIBUTES | GUARDED_ATTRIBUTES | CALLBACK_METHODS
 # What the guard hands out in place of a raw attribute: a class pattern may not bind these.
 _WRAPPERS = frozenset({GuardedMethod})
 _HASHED_BUILTINS = (str, bytes, int, float, complex, tuple, frozenset)

@@ -167,10 +167,10 @@ def is_script_class(cls: type) -> bool:
 def readable_names(obj: Any) -> frozenset[str] | bool | None:
     """Public names a script may read on ``obj``: None for all, False for none."""
     kind = type(obj)
-    if kind in RAW_TYPES or is_script_class(kind):
-        return None
     if kind in READABLE:  # a facade type, or a stand-in class (whose metaclass is registered)
         return READABLE[kind]
+    if kind in RAW_TYPES or is_script_class(kind):
+        return None
     if isinstance(obj, type):
         if obj in PLAIN_TYPES or is_script_class(obj):
             return None
