@@ -29,7 +29,6 @@ import itertools
 import json
 import math
 import random
-import re
 import statistics
 import string
 import textwrap
@@ -38,6 +37,8 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import regex
 
 from codeact._exceptions import ToolError
 from codeact._sandbox._errors import LimitExceeded, SecurityViolation
@@ -66,6 +67,7 @@ from ._asyncio import asyncio_facade
 from ._everyday import Context, localcontext, session_everyday_facades, static_everyday_facades
 from ._facade import Facade, pick
 from ._names import DEFAULT_MODULES
+from ._regex import re_members
 from ._typing import typing_members
 
 MAX_FACTORIAL = 20_000
@@ -401,11 +403,6 @@ def _static_facades() -> dict[str, Facade]:
     }
 
 
-def _pattern_substitution(method: Any) -> Any:
-    """``Pattern.sub``: exact template strings (re caches them), a callable that enters Python."""
-    return exact_arguments(with_interruptible_callbacks(method, positions=(0,), names=("repl",)))
-
-
 def _register_readable_types() -> None:
     register_readable(
         Facade,
@@ -417,9 +414,7 @@ def _register_readable_types() -> None:
         datetime.timezone,
         decimal.Decimal,
         fractions.Fraction,
-        re.Pattern,
-        re.Match,
-        re.RegexFlag,
+        regex.RegexFlag,
         uuid.UUID,
         statistics.NormalDist,
         difflib.SequenceMatcher,
@@ -444,12 +439,12 @@ def _register_readable_types() -> None:
         OpaqueType,
     )
     register_readable(ScriptFormatter, names=("format", "format_map", "vformat", "parse"))
-    # caches keyed by what scripts pass: replacement templates, strptime formats
-    for name in ("sub", "subn"):
-        register_host_method(re.Pattern, name, _pattern_substitution)
-    register_host_method(datetime.datetime, "strptime", exact_arguments)
+    # strptime caches each format it is given for the process
+    register_host_method(
+        datetime.datetime, "strptime", lambda method, guards: exact_arguments(method)
+    )
     # called from a script, a flag class keeps the value as a pseudo-member for good
-    OPAQUE_CLASSES.add(re.RegexFlag)
+    OPAQUE_CLASSES.add(regex.RegexFlag)
     register_base(
         enum.Enum,
         enum.IntEnum,
@@ -543,58 +538,11 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
             "Formatter": lambda: ScriptFormatter(guards),
         },
     )
-    facades["re"] = Facade("re", _re_members(guards))
+    facades["re"] = Facade("re", re_members(guards))
     facades.update(session_everyday_facades(guards))
     facades["asyncio"] = asyncio_facade(guards)
     guards.shown[Facade] = guards.opaque_type(Facade)  # type(json) names the class, builds nothing
     return facades
-
-
-def _re_members(guards: Guards) -> dict[str, Any]:
-    # re caches patterns, flags and replacement templates for the whole process: each
-    # function receives exact strings and ints, never a script's subclass of them
-    members = {
-        name: exact_arguments(getattr(re, name))
-        for name in [
-            "compile",
-            "match",
-            "search",
-            "fullmatch",
-            "findall",
-            "finditer",
-            "split",
-            "escape",
-        ]
-    }
-    members.update(
-        pick(
-            re,
-            "error Pattern Match IGNORECASE I MULTILINE M DOTALL S VERBOSE X ASCII A UNICODE U "
-            "NOFLAG",
-        )
-    )
-    exact_sub, exact_subn = exact_arguments(re.sub), exact_arguments(re.subn)
-    # a callable replacement is called per match, from C
-
-    def sub(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
-        _check_substitution(guards, repl, text)
-        return exact_sub(pattern, interruptible(repl), text, count=count, flags=flags)
-
-    def subn(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
-        _check_substitution(guards, repl, text)
-        return exact_subn(pattern, interruptible(repl), text, count=count, flags=flags)
-
-    members["sub"], members["subn"] = sub, subn
-    return members
-
-
-def _check_substitution(guards: Guards, repl: Any, text: Any) -> None:
-    if isinstance(repl, str | bytes) and isinstance(text, str | bytes):
-        worst = (len(text) + 1) * max(len(repl), 1) + len(text)
-        if worst > guards.limits.max_sequence_items and len(repl) > 1:
-            raise LimitExceeded(
-                "sequence size", "the substitution could grow the text past its limit"
-            )
 
 
 __all__ = ["DEFAULT_MODULES", "SESSION_MODULES", "STATIC_FACADES", "Counter", "session_facades"]

@@ -112,7 +112,7 @@ class Guards:
         if name in HOST_METHOD_NAMES:  # a method that caches its arguments process-wide
             wrap = HOST_METHODS.get((obj if isinstance(obj, type) else kind, name))
             if wrap is not None:
-                return wrap(value)
+                return wrap(value, self)
         return value
 
     def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
@@ -517,6 +517,15 @@ class Builtin:  # type() shows builtins.builtin_function_or_method
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(*args, **kwargs)
+
+    @property
+    def __name__(self) -> str:
+        return self._name
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "__qualname__":  # a class body may not define it as a property
+            return self._name
+        raise AttributeError(name)
 
     def __repr__(self) -> str:
         return f"<built-in function {self._name}>"

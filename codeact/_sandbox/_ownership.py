@@ -109,13 +109,14 @@ def real_base(base: Any) -> Any:
 
 
 # Host methods that keep their arguments in a process-wide cache (a compiled pattern's
-# replacement templates, strptime's formats): (owner type, name) -> a wrapper factory.
+# replacement templates, strptime's formats) or need the run's limits: (owner type, name)
+# -> a factory of the form scripts get, given the method and the session's guards.
 HOST_METHODS: dict[tuple[type, str], Any] = {}
 HOST_METHOD_NAMES: set[str] = set()
 
 
 def register_host_method(owner: type, name: str, wrap: Any) -> None:
-    """Hand ``owner.name`` to scripts only through ``wrap(method)``."""
+    """Hand ``owner.name`` to scripts only through ``wrap(method, guards)``."""
     HOST_METHODS[(owner, name)] = wrap
     HOST_METHOD_NAMES.add(name)
 

@@ -304,6 +304,38 @@ def test_a_strptime_format_of_a_script_does_not_change_the_hosts_dates(run: Run)
     assert datetime.datetime.strptime("2024-01-02", "%Y-%m-%d").month == 1
 
 
+def test_regular_expressions_answer_as_re_does(run: Run) -> None:
+    outcome = run(
+        "import re\n"
+        "p = re.compile(r'(?P<user>\\w+)@(\\w+)', re.I)\n"
+        "m = p.search('mail: Ann@Example')\n"
+        "try:\n"
+        "    re.compile('(')\n"
+        "    bad = None\n"
+        "except re.error:\n"
+        "    bad = 'error'\n"
+        "[m.group('user'), m.groups(), m.span(), m.groupdict(), p.sub(r'\\2', 'a@b'),\n"
+        " re.findall(r'\\d+', 'a1b22'), re.split(r'[,;]', 'a,b;c'), isinstance(p, re.Pattern),\n"
+        " bool(p.flags & re.I), [x.group() for x in re.finditer('a.', 'abacad')],\n"
+        " re.subn('a', lambda m: m.group().upper(), 'banana'), re.escape('a.b'), bad]"
+    )
+    assert outcome.value == [
+        "Ann",
+        ["Ann", "Example"],
+        [6, 17],
+        {"user": "Ann"},
+        "b",
+        ["1", "22"],
+        ["a", "b", "c"],
+        True,
+        True,
+        ["ab", "ac", "ad"],
+        ["bAnAnA", 3],
+        "a\\.b",
+        "error",
+    ], outcome.error
+
+
 def test_regexes_dates_and_urls_still_work_with_subclasses(run: Run) -> None:
     outcome = run(
         "import re, datetime, urllib.parse\n"
@@ -331,6 +363,11 @@ FREEZES = {
     ),
     "filterfalse skipping with a C predicate": (
         "import itertools\nys = list(range(60_000))\nlist(itertools.filterfalse(ys.count, ys))"
+    ),
+    "a regex that backtracks": 'import re\nre.match(r"(a|aa)+$", "a" * 60 + "b")',
+    "a compiled regex that backtracks": (
+        'import re\ntry:\n    re.compile(r"(a|aa)+$").search("a" * 60 + "b")\n'
+        "except Exception:\n    pass\n'caught'"
     ),
     "groupby skipping with a C key": (
         "import itertools\nxs = [1] * 60_000\ng = itertools.groupby(xs, key=xs.count)\n"
@@ -460,6 +497,7 @@ REVIEWED_C_MEMBERS = {
     "operator": "abs add and_ call contains countOf eq floordiv ge getitem gt index indexOf inv "
     "invert is_ is_not le length_hint lt matmul ne neg not_ or_ pos rshift sub truediv truth xor",
     "random": "random",
+    "re": "Match Pattern",  # for isinstance only: neither can be made by calling it
     "secrets": "compare_digest",
     "time": "asctime ctime gmtime localtime mktime monotonic monotonic_ns perf_counter "
     "perf_counter_ns time time_ns",
@@ -577,8 +615,8 @@ HOOKS = {
         "import json\nxs = list(range(60_000))\n"
         "json.loads('[' + ','.join(['1.5'] * 60_000) + ']', parse_float=xs.count)"
     ),
-    "re.sub with a C replacement": (
-        "import re\nxs = [None] * 60_000\nre.sub('a', xs.count, 'a' * 60_000)"
+    "json.dumps with a C default": (
+        "import json\nxs = list(range(60_000))\njson.dumps([{1}] * 60_000, default=xs.count)"
     ),
 }
 

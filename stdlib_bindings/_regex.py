@@ -1,0 +1,125 @@
+"""``re`` for scripts, on an engine a time limit can stop.
+
+CPython's ``re`` backtracks in C without ever returning to bytecode: ``(a|aa)+$``
+against sixty ``a`` and a ``b`` holds the interpreter for hours, and in a host process
+no watchdog can stop it. The ``regex`` engine takes a timeout, checked while it
+matches; in its default version it keeps ``re``'s syntax and results. Scripts see
+``re``'s names and ``re``'s public surface, nothing more.
+
+Like ``re``, the engine caches patterns and replacement templates for the whole
+process: every string and flag it is given is an exact builtin, never a script's
+subclass (which would outlive its session there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+from codeact._sandbox._errors import LimitExceeded
+from codeact._sandbox._guards import Guards, interruptible
+from codeact._sandbox._ownership import (
+    exact_arguments,
+    register_host_method,
+    register_readable,
+)
+
+# The engine's calls that match, each stopped at the run's time limit.
+MATCHING = ("match", "search", "fullmatch", "findall", "finditer", "split", "sub", "subn")
+# What scripts read on patterns and matches: re's public surface, not the engine's extras.
+PATTERN_NAMES = (*MATCHING, "flags", "groupindex", "groups", "pattern")
+MATCH_NAMES = [
+    "expand",
+    "group",
+    "groupdict",
+    "groups",
+    "span",
+    "start",
+    "end",
+    "pos",
+    "endpos",
+    "lastindex",
+    "lastgroup",
+    "re",
+    "string",
+    "regs",
+]
+FLAGS = "IGNORECASE I MULTILINE M DOTALL S VERBOSE X ASCII A UNICODE U"
+
+
+def re_members(guards: Guards) -> dict[str, Any]:
+    """The ``re`` facade's members for one session."""
+    members: dict[str, Any] = {name: getattr(regex, name) for name in FLAGS.split()}
+    members.update(
+        {
+            "NOFLAG": 0,
+            "error": regex.error,
+            "Pattern": regex.Pattern,
+            "Match": regex.Match,
+            "compile": exact_arguments(regex.compile),
+            "escape": exact_arguments(regex.escape),
+        }
+    )
+    for name in MATCHING:
+        members[name] = _timed(exact_arguments(getattr(regex, name)), guards)
+
+    timed_sub, timed_subn = members["sub"], members["subn"]
+
+    def sub(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
+        _check_substitution(guards, repl, text)
+        # a callable replacement is called per match, from C: it enters Python each time
+        return timed_sub(pattern, interruptible(repl), text, count=count, flags=flags)
+
+    def subn(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
+        _check_substitution(guards, repl, text)
+        return timed_subn(pattern, interruptible(repl), text, count=count, flags=flags)
+
+    members["sub"], members["subn"] = sub, subn
+    return members
+
+
+def _timed(function: Callable[..., Any], guards: Guards) -> Callable[..., Any]:
+    """``function`` stopped by the engine at the run's time limit, as a limit."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("timeout", None)  # the limit is the run's, not the script's to raise
+        try:
+            return function(*args, timeout=guards.limits.wall_seconds, **kwargs)
+        except TimeoutError:
+            raise LimitExceeded(
+                "wall time", "the regular expression ran past the script's time limit"
+            ) from None
+
+    return call
+
+
+def _pattern_method(name: str) -> Callable[[Any, Guards], Any]:
+    def wrap(method: Any, guards: Guards) -> Any:
+        if name in ("sub", "subn"):
+            inner = method
+
+            def method(repl: Any, *args: Any, **kwargs: Any) -> Any:
+                return inner(interruptible(repl), *args, **kwargs)
+
+        return _timed(exact_arguments(method), guards)
+
+    return wrap
+
+
+def _check_substitution(guards: Guards, repl: Any, text: Any) -> None:
+    if isinstance(repl, str | bytes) and isinstance(text, str | bytes):
+        worst = (len(text) + 1) * max(len(repl), 1) + len(text)
+        if worst > guards.limits.max_sequence_items and len(repl) > 1:
+            raise LimitExceeded(
+                "sequence size", "the substitution could grow the text past its limit"
+            )
+
+
+register_readable(regex.Pattern, names=PATTERN_NAMES)
+register_readable(regex.Match, names=MATCH_NAMES)
+for _name in MATCHING:
+    register_host_method(regex.Pattern, _name, _pattern_method(_name))
+
+__all__ = ["re_members"]
