@@ -541,7 +541,7 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
     facades["re"] = Facade("re", re_members(guards))
     facades.update(session_everyday_facades(guards))
     facades["asyncio"] = asyncio_facade(guards)
-    guards.shown[Facade] = guards.opaque_type(Facade)  # type(json) names the class, builds nothing
+    guards.shown[Facade] = guards.opaque_type(Facade, "module")  # names it, builds nothing
     return facades
 
 

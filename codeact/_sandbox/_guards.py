@@ -324,11 +324,11 @@ class Guards:
             return kind
         return self.opaque_type(kind)
 
-    def opaque_type(self, real: type) -> OpaqueType:
-        """This session's one stand-in for a host type."""
+    def opaque_type(self, real: type, name: str | None = None) -> OpaqueType:
+        """This session's one stand-in for a host type (shown as ``name``, if given)."""
         found = self.opaque.get(real)
         if found is None:
-            found = self.opaque[real] = OpaqueType(real)
+            found = self.opaque[real] = OpaqueType(real, name)
         return found
 
     def check_pattern_names(self, subject: Any, names: tuple[str, ...]) -> None:
@@ -985,16 +985,16 @@ class OpaqueType:
 
     __slots__ = ("__weakref__",)
 
-    def __init__(self, real: type) -> None:
-        _OPAQUE_REAL[id(self)] = real
+    def __init__(self, real: type, name: str | None = None) -> None:
+        _OPAQUE_REAL[id(self)] = (real, name or real.__name__)
         weakref.finalize(self, _OPAQUE_REAL.pop, id(self), None)
 
     @property
     def __name__(self) -> str:
-        return _OPAQUE_REAL[id(self)].__name__
+        return _OPAQUE_REAL[id(self)][1]
 
     def __instancecheck__(self, obj: Any) -> bool:
-        return isinstance(obj, _OPAQUE_REAL[id(self)])
+        return isinstance(obj, _OPAQUE_REAL[id(self)][0])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # a host class: never built by scripts
         raise SecurityViolation(f"{self.__name__} objects cannot be made from scripts")
@@ -1006,7 +1006,8 @@ class OpaqueType:
         raise TypeError("a type cannot be pickled in scripts")
 
 
-_OPAQUE_REAL: dict[int, type] = {}
+# id(stand-in) -> (the real type, the name it shows)
+_OPAQUE_REAL: dict[int, tuple[type, str]] = {}
 # Host classes whose type() is a stand-in though their instances are readable: calling
 # them would put script values in the class's own registries (a flag class keeps every
 # value it is called with as a pseudo-member).

@@ -309,7 +309,8 @@ C_LEVEL = {
     "quadratic-count": "xs = list(range(200_000))\nsum(map(xs.count, xs))",
     "huge-gcd": "import math\nmath.gcd(3 ** 2_000_000 + 1, 7 ** 1_400_000 + 3)",
     "max-over-c-iterator": "max(map(abs, range(10**9)))",
-    "regex-backtracking": "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')",
+    # the regex engine sees through (a+)+ at once; (a|aa)+ still backtracks, until its timeout
+    "regex-backtracking": "import re\nre.match(r'(a|aa)+$', 'a' * 64 + 'b')",
 }
 
 

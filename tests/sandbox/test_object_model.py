@@ -140,7 +140,7 @@ def test_type_of_a_stand_in_is_type_and_holds_nothing(run: Run) -> None:
         "(T is type, type(type) is type, type(range) is type, repr(type(json)),"
         " [n for n in dir(type(json)) if not n.startswith('__')])"
     )
-    assert outcome.value == [True, True, True, "<class 'Facade'>", []], outcome.error
+    assert outcome.value == [True, True, True, "<class 'module'>", []], outcome.error
 
 
 def test_a_static_module_is_the_same_for_every_session_and_nobody_changes_it() -> None:
