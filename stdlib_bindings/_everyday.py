@@ -170,7 +170,7 @@ _INPLACE_NAMES = {
 def _operator_members(guards: Guards) -> dict[str, Any]:
     members = pick(
         operator,
-        "lt le eq ne ge gt not_ truth is_ is_not abs add and_ floordiv index inv invert neg "
+        "lt le eq ne ge gt not_ truth is_ is_not abs add and_ index inv invert neg "
         "or_ pos sub truediv xor contains countOf indexOf getitem itemgetter length_hint "
         "matmul call",
     )
@@ -212,6 +212,7 @@ def _operator_members(guards: Guards) -> dict[str, Any]:
         lshift=Builtin(guards.lshift, "lshift"),
         rshift=operator.rshift,
         mod=Builtin(guards.mod, "mod"),
+        floordiv=Builtin(guards.floordiv, "floordiv"),
         concat=concat,
         iconcat=inplace("+="),
     )

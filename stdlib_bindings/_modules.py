@@ -47,6 +47,7 @@ from codeact._sandbox._guards import (
     Guards,
     OpaqueType,
     ScriptFormatter,
+    check_gcd,
     interruptible,
     python_reduce,
     ticking,
@@ -160,6 +161,14 @@ def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any
     return guarded
 
 
+def _sized_gcd(function: Callable[..., int]) -> Callable[..., int]:
+    def sized(*numbers: Any) -> int:
+        check_gcd(*numbers)
+        return function(*numbers)
+
+    return sized
+
+
 def _prod(iterable: Any, *, start: Any = 1) -> Any:
     total = start
     for item in iterable:
@@ -228,7 +237,7 @@ def _static_facades() -> dict[str, Facade]:
                     math,
                     "pi e tau inf nan ceil floor trunc fabs sqrt isqrt exp log log2 log10 log1p "
                     "expm1 sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh "
-                    "degrees radians hypot dist gcd lcm isclose isfinite isinf isnan copysign "
+                    "degrees radians hypot dist isclose isfinite isinf isnan copysign "
                     "fmod frexp ldexp modf remainder fsum pow gamma lgamma erf erfc nextafter ulp "
                     "cbrt exp2",
                 ),
@@ -236,6 +245,9 @@ def _static_facades() -> dict[str, Facade]:
                 "comb": _bounded(MAX_FACTORIAL * 10, "integer size", math.comb),
                 "perm": _bounded(MAX_FACTORIAL * 10, "integer size", math.perm),
                 "prod": _prod,
+                # quadratic in C on large integers: sized before they run
+                "gcd": _sized_gcd(math.gcd),
+                "lcm": _sized_gcd(math.lcm),
             },
         ),
         "datetime": Facade(

@@ -30,7 +30,7 @@ from ._ownership import STAND_INS as _STAND_INS
 from ._ownership import register_base, register_readable
 
 _PLAIN = (
-    "abs all any ascii bin bool callable chr complex dict divmod float "
+    "abs all any ascii bin bool callable chr complex dict float "
     "frozenset hash hex int isinstance issubclass len list next object oct ord "
     "repr reversed round set slice str tuple super staticmethod classmethod "
     "property NotImplemented Ellipsis id aiter anext"
@@ -162,6 +162,7 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "max": Builtin(with_interruptible_callbacks(max, names=("key",)), "max"),
             "iter": Builtin(guards.iterate, "iter"),
             "pow": Builtin(guards.power, "pow"),
+            "divmod": _named(guards.divmod, "divmod", 2, 2),
             "format": Builtin(guards.format_value, "format"),
             "ToolError": ToolError,  # shown as codeact.ToolError, its public name
             "__build_class__": builtins.__build_class__,

@@ -244,7 +244,17 @@ class Guards:
     def mod(self, a: Any, b: Any) -> Any:
         if isinstance(a, str | bytes | bytearray):
             self._check_percent_format(a, b)
+        else:
+            check_division(a, b)
         return a % b
+
+    def floordiv(self, a: Any, b: Any) -> Any:
+        check_division(a, b)
+        return a // b
+
+    def divmod(self, a: Any, b: Any) -> Any:
+        check_division(a, b)
+        return divmod(a, b)
 
     def inplace(self, op: str, a: Any, b: Any) -> Any:
         if op == "+=":
@@ -258,6 +268,8 @@ class Guards:
             self._check_lshift(a, b)
         elif op == "%=" and isinstance(a, str | bytes | bytearray):
             self._check_percent_format(a, b)
+        elif op in ("%=", "//="):
+            check_division(a, b)
         return _INPLACE[op](a, b)
 
     def format_spec(self, value: Any, conversion: int, spec: str) -> str:
@@ -677,7 +689,7 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
         return slow_mul(a, b)
 
     def mod(a: Any, b: Any) -> Any:
-        if type(a) is int:
+        if type(a) is int and a.bit_length() <= _FREE_DIVISION_BITS:
             return a % b
         return slow_mod(a, b)
 
@@ -686,7 +698,29 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
             return obj
         return slow_write(obj)
 
-    return {"_mul_": mul, "_mod_": mod, "_write_": write}
+    return {"_mul_": mul, "_mod_": mod, "_write_": write, "_floordiv_": guards.floordiv}
+
+
+# Long division and gcd are quadratic in C and cannot be interrupted: their work (bits of
+# the quotient times bits of the divisor; bits times bits for gcd) is bounded before they
+# run, at about a quarter of a second. Below _FREE_DIVISION_BITS nothing is counted.
+MAX_DIVISION_WORK = 1 << 38
+_FREE_DIVISION_BITS = 1 << 16
+
+
+def check_division(a: Any, b: Any) -> None:
+    """Refuse ``a // b`` or ``a % b`` on integers whose long division would run for long."""
+    if isinstance(a, int) and isinstance(b, int):
+        top, bottom = int.bit_length(a), int.bit_length(b)
+        if top > _FREE_DIVISION_BITS and max(top - bottom, 1) * bottom > MAX_DIVISION_WORK:
+            raise LimitExceeded("integer size", "dividing integers this large takes too long")
+
+
+def check_gcd(*numbers: Any) -> None:
+    """Refuse ``gcd``/``lcm`` of integers whose Euclid steps would run for long."""
+    sizes = sorted(int.bit_length(n) for n in numbers if isinstance(n, int))
+    if len(sizes) > 1 and sizes[-1] * sizes[-2] > MAX_DIVISION_WORK:
+        raise LimitExceeded("integer size", "gcd of integers this large takes too long")
 
 
 def _text_base(obj: Any) -> Any:
@@ -1108,6 +1142,8 @@ __all__ = [
     "LongRange",
     "OpaqueType",
     "ScriptFormatter",
+    "check_division",
+    "check_gcd",
     "eager_or_ticking",
     "interruptible",
     "match_class_guard",

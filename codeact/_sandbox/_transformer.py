@@ -163,6 +163,7 @@ _GUARDED_BINOPS: dict[type[ast.operator], str] = {
     ast.Pow: "_pow_",
     ast.LShift: "_lshift_",
     ast.Mod: "_mod_",
+    ast.FloorDiv: "_floordiv_",
 }
 
 
@@ -555,7 +556,7 @@ SMALL_FACTOR = 64
 SMALL_INT = 1 << 62
 
 # Augmented operators that cannot build a large object in one step need no guard.
-_GUARDED_IOPERATORS = frozenset({ast.Mult, ast.Pow, ast.LShift, ast.Mod})
+_GUARDED_IOPERATORS = frozenset({ast.Mult, ast.Pow, ast.LShift, ast.Mod, ast.FloorDiv})
 
 _IOPERATORS: dict[type[ast.operator], str] = {
     ast.Add: "+=",
@@ -747,6 +748,9 @@ def _int_tests(node: ast.expr) -> list[ast.expr] | None:
         if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mult):
             simple = all(isinstance(o, ast.Name | ast.Constant) for o in (part.left, part.right))
             return simple and walk(part.left, True) and walk(part.right, True)
+        if isinstance(part, ast.BinOp) and isinstance(part.op, ast.FloorDiv | ast.Mod):
+            # long division is quadratic in C: raw only between small operands
+            return walk(part.left, True) and walk(part.right, True)
         if isinstance(part, ast.BinOp) and isinstance(part.op, _INT_CLOSED):
             return walk(part.left, False) and walk(part.right, False)
         return False

@@ -520,10 +520,10 @@ REVIEWED_C_MEMBERS = {
     "heapq": "heapify heappop heappush heappushpop heapreplace",
     "keyword": "iskeyword issoftkeyword",
     "math": "acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh degrees dist erf "
-    "erfc exp exp2 expm1 fabs floor fmod frexp fsum gamma gcd hypot isclose isfinite isinf isnan "
-    "isqrt lcm ldexp lgamma log log10 log1p log2 modf nextafter pow radians remainder sin sinh "
+    "erfc exp exp2 expm1 fabs floor fmod frexp fsum gamma hypot isclose isfinite isinf isnan "
+    "isqrt ldexp lgamma log log10 log1p log2 modf nextafter pow radians remainder sin sinh "
     "sqrt tan tanh trunc ulp",
-    "operator": "abs add and_ call contains countOf eq floordiv ge getitem gt index indexOf inv "
+    "operator": "abs add and_ call contains countOf eq ge getitem gt index indexOf inv "
     "invert is_ is_not le length_hint lt matmul ne neg not_ or_ pos rshift sub truediv truth xor",
     "random": "random",
     "re": "Match Pattern",  # for isinstance only: neither can be made by calling it
@@ -658,3 +658,51 @@ def test_hooks_called_from_c_stop_at_the_time_limit(
     outcome = run(script)
     assert outcome.error is not None, "ran to its end"
     assert outcome.error.code == "CODE_RESOURCE_LIMIT", outcome.error
+
+
+LONG_ARITHMETIC = {
+    "floor division": "a = 3 ** 1_900_000\nc = 5 ** 800_000\na // c",
+    "modulo": "a = 3 ** 1_900_000\nc = 5 ** 800_000\na % c",
+    "in-place": "a = 3 ** 1_900_000\na //= 5 ** 800_000",
+    "divmod": "divmod(3 ** 1_900_000, 5 ** 800_000)",
+    "operator": "import operator\noperator.floordiv(3 ** 1_900_000, 5 ** 800_000)",
+    "gcd": "import math\nmath.gcd(3 ** 1_900_000, 7 ** 1_300_000 + 1)",
+}
+
+
+@pytest.mark.parametrize("script", LONG_ARITHMETIC.values(), ids=LONG_ARITHMETIC.keys())
+def test_quadratic_integer_arithmetic_is_sized_before_it_runs(
+    make_runner: Callable[..., Runner], script: str
+) -> None:
+    # each ran 6 to 20 s in one C call, beyond any limit's reach in a host process
+    run = make_runner(Limits(wall_seconds=20, cpu_seconds=20))
+    outcome = run(script)
+    assert outcome.error is not None, "ran to its end"
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT", outcome.error
+    assert "takes too long" in outcome.error.message
+
+
+def test_ordinary_integer_arithmetic_is_unchanged(run: Run) -> None:
+    outcome = run(
+        "import math, operator\n"
+        "i, j = 5, 3\n"
+        "x, y = 10 ** 5000, 7 ** 3000\n"
+        "z = 10 ** 40\n"
+        "z //= 7\n"
+        "[i // j, i % j, (i * j) % 7, -7 % 3, divmod(17, 5), 10 ** 30 // 7, x // y > 0,"
+        " x % y < y, z, math.gcd(12, 18), math.lcm(4, 6), operator.floordiv(9, 2)]"
+    )
+    assert outcome.value == [
+        1,
+        2,
+        1,
+        2,
+        [3, 2],
+        10**30 // 7,
+        True,
+        True,
+        10**40 // 7,
+        6,
+        12,
+        4,
+    ], outcome.error
