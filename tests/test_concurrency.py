@@ -228,7 +228,7 @@ async def test_a_script_killed_at_its_deadline_reports_the_calls_it_made(kind: s
     runtime = transfer_runtime(kind, limits, ToolRegistry())
     script = "transfer(5)\nwhile True:\n    pass"
     if kind == "process":  # a stall in C: only a kill ends it, and the host still knows the calls
-        script = "transfer(5)\nimport math\nmath.gcd(3 ** 1_200_000 + 1, 7 ** 850_000 + 3)"
+        script = "transfer(5)\nxs = [(i % 1000, str(i * 7919 % 1000003)) for i in range(500_000)]\nsorted(xs * 16)"
     try:
         result = await runtime.execute(ToolCall("1", "run_code", {"code": script}))
     finally:

@@ -113,7 +113,10 @@ async def test_a_killed_worker_gives_an_error_and_the_next_run_works() -> None:
 async def test_a_stall_in_c_code_is_killed_at_the_deadline() -> None:
     executor = ProcessExecutor(limits=Limits(wall_seconds=1.0, cpu_seconds=1.0), warm=0)
     try:
-        outcome = await run(executor, "import math\nmath.gcd(3 ** 1_200_000 + 1, 7 ** 850_000 + 3)")
+        outcome = await run(
+            executor,
+            "xs = [(i % 1000, str(i * 7919 % 1000003)) for i in range(500_000)]\nsorted(xs * 16)",
+        )
         assert outcome.error is not None
         assert outcome.error.code == "CODE_RESOURCE_LIMIT"
         assert "killed at the 1 s deadline" in outcome.error.message

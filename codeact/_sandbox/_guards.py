@@ -1136,6 +1136,7 @@ _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 __all__ = [
+    "MAX_DIVISION_WORK",
     "Builtin",
     "GuardedMethod",
     "Guards",

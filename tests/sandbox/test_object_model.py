@@ -521,7 +521,7 @@ REVIEWED_C_MEMBERS = {
     "keyword": "iskeyword issoftkeyword",
     "math": "acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh degrees dist erf "
     "erfc exp exp2 expm1 fabs floor fmod frexp fsum gamma hypot isclose isfinite isinf isnan "
-    "isqrt ldexp lgamma log log10 log1p log2 modf nextafter pow radians remainder sin sinh "
+    "ldexp lgamma log log10 log1p log2 modf nextafter pow radians remainder sin sinh "
     "sqrt tan tanh trunc ulp",
     "operator": "abs add and_ call contains countOf eq ge getitem gt index indexOf inv "
     "invert is_ is_not le length_hint lt matmul ne neg not_ or_ pos rshift sub truediv truth xor",
@@ -667,6 +667,7 @@ LONG_ARITHMETIC = {
     "divmod": "divmod(3 ** 1_900_000, 5 ** 800_000)",
     "operator": "import operator\noperator.floordiv(3 ** 1_900_000, 5 ** 800_000)",
     "gcd": "import math\nmath.gcd(3 ** 1_900_000, 7 ** 1_300_000 + 1)",
+    "isqrt": "import math\nmath.isqrt(3 ** 1_900_000)",
 }
 
 
@@ -690,7 +691,8 @@ def test_ordinary_integer_arithmetic_is_unchanged(run: Run) -> None:
         "z = 10 ** 40\n"
         "z //= 7\n"
         "[i // j, i % j, (i * j) % 7, -7 % 3, divmod(17, 5), 10 ** 30 // 7, x // y > 0,"
-        " x % y < y, z, math.gcd(12, 18), math.lcm(4, 6), operator.floordiv(9, 2)]"
+        " x % y < y, z, math.gcd(12, 18), math.lcm(4, 6), operator.floordiv(9, 2),"
+        " math.isqrt(10 ** 400) == 10 ** 200]"
     )
     assert outcome.value == [
         1,
@@ -705,4 +707,5 @@ def test_ordinary_integer_arithmetic_is_unchanged(run: Run) -> None:
         6,
         12,
         4,
+        True,
     ], outcome.error
