@@ -17,10 +17,11 @@ from ._events import EventRelay, PrintedLines
 from ._exceptions import ToolError
 from ._executors import Executor, SyncToolCaller
 from ._json import FrozenJson, JsonValue, detach, dumps
+from ._media import render_value
 from ._precheck import check_script, script_names
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry
-from ._results import ToolExecutionResult
+from ._results import ContentBlock, TextBlock, ToolExecutionResult
 from ._sandbox import Limits, ScriptOutcome
 from ._script_names import ScriptNames, assign_script_names
 from ._stubs import stubs
@@ -305,15 +306,21 @@ def _caller_in_thread(
     return call_tool_now
 
 
-def render_success(arguments: Mapping[str, FrozenJson], value: FrozenJson) -> str:
-    """What the model reads after a script succeeded: its output, then its result."""
+def render_success(
+    arguments: Mapping[str, FrozenJson], value: FrozenJson
+) -> str | list[ContentBlock]:
+    """What the model reads after a script succeeded: its output, then its result; media
+    the result holds (an image a tool gave the script) follow as blocks of their own."""
     assert isinstance(value, Mapping)
     parts = []
     output = value.get("output")
     if output:
         parts.append(f"Output:\n{output}".rstrip())
-    parts.append(f"Result: {dumps(value.get('result'))}")
-    return "\n".join(parts)
+    result = render_value(value.get("result"), dumps(value.get("result")))
+    shown = result if isinstance(result, str) else result[0].text
+    parts.append(f"Result: {shown}")
+    text = "\n".join(parts)
+    return text if isinstance(result, str) else [TextBlock(text=text), *result[1:]]
 
 
 def render_failure(outcome: ScriptOutcome) -> str:

@@ -31,7 +31,8 @@ from ._call import ToolCall, parse_arguments
 from ._events import DispatchEvent, EventRelay, ToolCallFinished, ToolCallStarted, ToolProgress
 from ._exceptions import ErrorCode, ToolError
 from ._invocation import Invocation
-from ._json import FrozenJson, JsonValue, NotJsonError, detach, dumps, freeze, thaw
+from ._json import FrozenJson, JsonValue, NotJsonError, detach, freeze, thaw
+from ._media import render_value
 from ._results import (
     ContentBlock,
     TextBlock,
@@ -410,7 +411,7 @@ def _render(invocation: Invocation, value: FrozenJson) -> ToolExecutionSuccess:
         if registered.render is not None and isinstance(arguments, Mapping):
             rendered = registered.render(arguments, value)
         else:
-            rendered = value if isinstance(value, str) else dumps(value)
+            rendered = render_value(value)  # media in the value reach the model as blocks
     except Exception as error:  # a faulty renderer must not take the call down
         raise Rejection(
             ErrorCode.INVALID_OUTPUT, f"rendering the result failed: {_describe_exception(error)}"

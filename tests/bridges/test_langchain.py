@@ -1,0 +1,118 @@
+"""The LangChain bridge, run by LangChain's agent (a LangGraph graph) against LangChain's
+fake chat model, from invoke and ainvoke, and by a tool called directly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents")
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from codeact.bridges import langchain
+
+from .conftest import FIRST, PICTURE, PNG, SECOND, Workshop
+
+
+class ToolCallingFakeModel(GenericFakeChatModel):
+    """LangChain's fake chat model, which an agent may bind tools to."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFakeModel:
+        return self
+
+
+def run_code(call_id: str, code: str) -> AIMessage:
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "run_code", "args": {"code": code}, "id": call_id, "type": "tool_call"}
+        ],
+    )
+
+
+def model(*replies: AIMessage) -> ToolCallingFakeModel:
+    return ToolCallingFakeModel(messages=iter([*replies, AIMessage(content="done")]))
+
+
+def tool_messages(messages: list[BaseMessage]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+
+
+def thread(name: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": name}}
+
+
+@pytest.fixture
+def tools(workshop: Workshop) -> Iterator[list[Any]]:
+    return langchain.tools(workshop.runtime)
+
+
+def test_a_two_step_task_runs_from_invoke_with_the_call_ids(
+    workshop: Workshop, tools: list[Any]
+) -> None:
+    agent = create_agent(model(run_code("call_a", FIRST), run_code("call_b", SECOND)), tools)
+    state = agent.invoke({"messages": [("user", "add things")]}, thread("t1"))
+
+    replies = tool_messages(state["messages"])
+    assert "Result: 5" in replies["call_a"].content
+    assert "Result: 15" in replies["call_b"].content
+    assert workshop.ids_of("run_code") == ["call_a", "call_b"]
+
+
+@pytest.mark.anyio
+async def test_a_two_step_task_runs_from_ainvoke_with_the_call_ids(
+    workshop: Workshop, tools: list[Any]
+) -> None:
+    agent = create_agent(model(run_code("c1", FIRST), run_code("c2", SECOND)), tools)
+    state = await agent.ainvoke({"messages": [("user", "add things")]}, thread("t1"))
+
+    assert "Result: 15" in tool_messages(state["messages"])["c2"].content
+    assert workshop.ids_of("run_code") == ["c1", "c2"]
+
+
+def test_each_thread_is_a_session_and_a_checkpointed_thread_continues_it(
+    tools: list[Any],
+) -> None:
+    memory = InMemorySaver()
+    first = create_agent(model(run_code("a1", FIRST)), tools, checkpointer=memory)
+    first.invoke({"messages": [("user", "go")]}, thread("alice"))
+
+    other = create_agent(model(run_code("b1", SECOND)), tools, checkpointer=memory)
+    state = other.invoke({"messages": [("user", "go")]}, thread("bob"))
+    reply = tool_messages(state["messages"])["b1"]
+    assert reply.status == "error"
+    assert "NameError" in reply.content
+
+    again = create_agent(model(run_code("a2", SECOND)), tools, checkpointer=memory)
+    state = again.invoke({"messages": [("user", "go on")]}, thread("alice"))
+    assert "Result: 15" in tool_messages(state["messages"])["a2"].content
+
+
+def test_an_image_a_script_returns_is_an_image_block(tools: list[Any]) -> None:
+    reply = tools[0].invoke(
+        {"name": "run_code", "args": {"code": PICTURE}, "id": "pic", "type": "tool_call"},
+        thread("t"),
+    )
+    assert isinstance(reply, ToolMessage)
+    assert reply.tool_call_id == "pic"
+    text, image = reply.content
+    assert image == {"type": "image", "base64": PNG, "mime_type": "image/png"}
+    assert PNG not in text["text"]
+    assert "[image image/png" in text["text"]
+
+
+def test_native_tools_sit_beside_run_code_in_both_mode(workshop: Workshop) -> None:
+    both = langchain.tools(workshop.runtime, mode="both")
+    assert [t.name for t in both] == ["add", "snap", "run_code"]
+    reply = both[0].invoke(
+        {"name": "add", "args": {"a": 1, "b": 2}, "id": "n1", "type": "tool_call"}
+    )
+    assert reply.content == "3"
+    assert reply.tool_call_id == "n1"
+    assert workshop.ids_of("add") == ["n1"]
