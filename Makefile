@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
+	@echo "codeact: installing into $(VENV) (a few minutes on a fresh machine)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
@@ -15,6 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
+	@echo "codeact: adding the benchmark extra..."
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m codeact.demo
 	$(BIN)/python -m codeact compare

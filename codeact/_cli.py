@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ._call import ToolCall
+from ._cli_parser import Parser, positive, quiet_on_closed_pipe
 from ._code_mode import RUN_CODE, run_code_tool
 from ._exceptions import CodeActError
 from ._executors import Executor, InProcessExecutor
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ._modes import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+NO_TOOLS = " with no tools: run_code has nothing to call (give --tools MODULE:ATTR or --stdlib)"
 
 
 class UsageFailure(Exception):
@@ -69,12 +71,30 @@ def load_tools(spec: str, registry: ToolRegistry, *, app_dir: str = ".") -> None
 def build_registry(options: argparse.Namespace) -> ToolRegistry:
     """The registry the options ask for: the standard tools and any ``--tools``."""
     registry = ToolRegistry()
+    allowed = list(options.allow_host or [])
+    approved = set(options.approve or [])
     if getattr(options, "stdlib", False):
         import stdlib_bindings
 
-        stdlib_bindings.register(registry, workspace=Path.cwd())
+        # A standard tool nothing could make usable is left out of the advertisement:
+        # fetch without a host it may reach, shell without its approval.
+        groups = [
+            "files",
+            *(["http"] if allowed else []),
+            *(["shell"] if "shell" in approved else []),
+        ]
+        stdlib_bindings.register(
+            registry,
+            workspace=Path.cwd(),
+            http_allow=allowed,
+            include=groups,
+            approver=lambda invocation: invocation.name in approved,
+        )
     for spec in options.tools or []:
         load_tools(spec, registry, app_dir=options.app_dir)
+    unknown = approved - set(registry.names())
+    if unknown:
+        raise UsageFailure(f"--approve names no registered tool: {', '.join(sorted(unknown))}")
     return registry
 
 
@@ -179,11 +199,12 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     runtime = Runtime(registry, mode=options.mode, executor=make_executor(options))
-    server = mcp_server(runtime, mode=options.mode)
+    server = mcp_server(runtime, mode=options.mode, json_text=options.json_text)
+    empty = "" if runtime.user_tools() else NO_TOOLS
+    if empty and not options.http:
+        print(f"codeact: serving MCP on stdio{empty}", file=sys.stderr, flush=True)
     if options.http:
-        host, _, port = options.http.rpartition(":")
-        if not port.isdigit():
-            raise UsageFailure(f"--http takes HOST:PORT, not {options.http!r}")
+        host, port = options.http
         try:
             import uvicorn  # noqa: F401 - only to say what is missing
         except ImportError:
@@ -194,11 +215,12 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
             lambda: serve_http(
                 runtime,
                 server,
-                host=host or "127.0.0.1",
-                port=int(port),
+                host=host,
+                port=port,
                 max_sessions=options.max_sessions,
                 max_sessions_per_client=options.max_sessions_per_client,
                 idle_seconds=options.idle_seconds,
+                note=empty,
             )
         )
     else:
@@ -267,6 +289,18 @@ def _add_tool_options(parser: argparse.ArgumentParser) -> None:
         "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
     )
     parser.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST",
+        help="a host the standard fetch tool may reach (repeatable; without one, no fetch)",
+    )
+    parser.add_argument(
+        "--approve",
+        action="append",
+        metavar="TOOL",
+        help="approve every call of TOOL its policy asks about (repeatable; shell needs it)",
+    )
+    parser.add_argument(
         "--app-dir",
         default=".",
         metavar="DIR",
@@ -274,37 +308,35 @@ def _add_tool_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def host_and_port(text: str) -> tuple[str, int]:
+    """``--http HOST:PORT`` (``:PORT`` is 127.0.0.1): a port from 0 to 65535."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"takes HOST:PORT with a port up to 65535, not {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=("process", "inprocess"), default="process")
     parser.add_argument(
-        "--wall-seconds", type=_positive(float), help="wall-clock limit of one script"
+        "--wall-seconds", type=positive(float), help="wall-clock limit of one script"
     )
-    parser.add_argument("--cpu-seconds", type=_positive(float), help="CPU limit of one script")
-    parser.add_argument("--memory-mb", type=_positive(int), help="memory limit of one script")
-
-
-def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
-        return value
-
-    return parse
+    parser.add_argument("--cpu-seconds", type=positive(float), help="CPU limit of one script")
+    parser.add_argument("--memory-mb", type=positive(int), help="memory limit of one script")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="codeact", description="Let agents act through code.")
+    from . import __version__
+
+    parser = Parser(prog="codeact", description="Let agents act through code.")
+    parser.add_argument("--version", action="version", version=f"codeact {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run an action script through run_code")
     run.add_argument("script", help="a Python file, or - for standard input")
     _add_tool_options(run)
     _add_run_options(run)
     run.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    run.set_defaults(handler=command_run)
+    run.set_defaults(parser=run, handler=command_run)
     schemas = commands.add_parser("schemas", help="print the advertisement for a mode and format")
     schemas.add_argument("--mode", choices=("native", "code", "both"), default="both")
     schemas.add_argument(
@@ -314,35 +346,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="OpenAI strict schemas where possible"
     )
     _add_tool_options(schemas)
-    schemas.set_defaults(handler=command_schemas)
+    schemas.set_defaults(parser=schemas, handler=command_schemas)
     serve = commands.add_parser("serve-mcp", help="serve the tools over MCP on stdin/stdout")
     serve.add_argument("--mode", choices=("native", "code", "both"), default="code")
     _add_tool_options(serve)
     _add_run_options(serve)
-    serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    serve.add_argument(
+        "--http", metavar="HOST:PORT", type=host_and_port, help="serve streamable HTTP, not stdio"
+    )
+    serve.add_argument(
+        "--json-text",
+        action="store_true",
+        help="also send a structured result as JSON text (for clients that read only text)",
+    )
     serve.add_argument(
         "--max-sessions",
-        type=_positive(int),
+        type=positive(int),
         default=MAX_SESSIONS,
         help=f"live client sessions (each a worker) at once (default {MAX_SESSIONS})",
     )
     serve.add_argument(
         "--max-sessions-per-client",
-        type=_positive(int),
+        type=positive(int),
         default=MAX_SESSIONS_PER_CLIENT,
         help=f"open MCP sessions per client address, over HTTP (default {MAX_SESSIONS_PER_CLIENT})",
     )
     serve.add_argument(
         "--idle-seconds",
-        type=_positive(float),
+        type=positive(float),
         default=IDLE_SECONDS,
         help=f"a session idle this long is closed (default {IDLE_SECONDS:g})",
     )
-    serve.set_defaults(handler=command_serve_mcp)
+    serve.set_defaults(parser=serve, handler=command_serve_mcp)
     doctor = commands.add_parser("doctor", help="show which kernel layers confine a worker here")
-    doctor.set_defaults(handler=command_doctor)
+    doctor.set_defaults(parser=doctor, handler=command_doctor)
     compare = commands.add_parser("compare", help="run the task suite in each mode", add_help=False)
-    compare.set_defaults(handler=command_compare, rest=[])
+    compare.set_defaults(parser=compare, handler=command_compare, rest=[])
     return parser
 
 
@@ -350,18 +389,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         options, unknown = parser.parse_known_args(argv)
-        if unknown and options.command != "compare":
-            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        if unknown and options.command != "compare":  # that command's usage, not the top's
+            options.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exit_:  # argparse exits 2 on bad usage, 0 on --help
         return int(exit_.code or 0)
     if options.command == "compare":
         options.rest = unknown
-    try:
-        code: int = options.handler(options)
-    except UsageFailure as failure:
-        print(f"codeact: {failure}", file=sys.stderr)
-        return EXIT_USAGE
-    return code
+
+    def command() -> int:
+        try:
+            code: int = options.handler(options)
+        except UsageFailure as failure:
+            print(f"codeact: {failure}", file=sys.stderr)
+            return EXIT_USAGE
+        return code
+
+    return quiet_on_closed_pipe(command)
 
 
 if __name__ == "__main__":

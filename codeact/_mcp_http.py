@@ -205,9 +205,11 @@ async def serve_http(
     max_sessions: int = MAX_SESSIONS,
     max_sessions_per_client: int = MAX_SESSIONS_PER_CLIENT,
     idle_seconds: float = IDLE_SECONDS,
+    note: str = "",
 ) -> None:
     """Serve ``server`` (an MCP ``Server`` over ``runtime``) on ``host:port`` until SIGTERM
-    or SIGINT; the runtime is entered for the server's life and closed after it."""
+    or SIGINT; the runtime is entered for the server's life and closed after it. One
+    line on standard error says where, with ``note`` after it."""
     import uvicorn
 
     app = server.streamable_http_app(
@@ -222,7 +224,9 @@ async def serve_http(
         prepare = getattr(runtime.executor, "prepare", None)
         if prepare is not None:  # the first clients' workers fork from the template
             await prepare()
-        print(f"codeact: serving MCP on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+        print(
+            f"codeact: serving MCP on http://{host}:{port}/mcp{note}", file=sys.stderr, flush=True
+        )
         with _signals_survived():
             await http.serve()  # returns on SIGTERM or SIGINT, after a graceful shutdown
 

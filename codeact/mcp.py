@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+import sys
 import uuid
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
@@ -97,7 +100,7 @@ class MCPConnection:
         while not self._closing:
             try:
                 async with Client(
-                    self.server, message_handler=self._notified, mode=self.mode
+                    _transport(self.server), message_handler=self._notified, mode=self.mode
                 ) as client:
                     self._client, self.last_error = client, None
                     if not started:
@@ -275,6 +278,25 @@ class MCPConnection:
         return self._client
 
 
+def _transport(server: Any) -> Any:
+    """A stdio server with a stderr it can write to: where ``sys.stderr`` is no file (a
+    notebook, a captured test), the SDK's default would fail to start the process."""
+    if isinstance(server, StdioServerParameters):
+        return stdio_client(server, errlog=_errlog())
+    return server
+
+
+def _errlog() -> TextIO:
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    return open(os.devnull, "w")  # the server's stderr for its whole life
+
+
 def _annotations_of(remote: types.Tool) -> dict[str, Any] | None:
     """A server tool's annotations (and title) in MCP's own keys, to serve them on."""
     found: dict[str, Any] = {}
@@ -343,9 +365,19 @@ def _content_block(block: Mapping[str, Any]) -> blocks.ContentBlock:
 
 
 def mcp_server(
-    runtime: Runtime, *, mode: Mode | str | None = None, name: str = "codeact"
+    runtime: Runtime,
+    *,
+    mode: Mode | str | None = None,
+    name: str = "codeact",
+    json_text: bool = False,
 ) -> Server[Any]:
-    """An MCP server offering ``runtime``'s tools as advertised in ``mode``."""
+    """An MCP server offering ``runtime``'s tools as advertised in ``mode``.
+
+    A result's model-readable blocks are its content, and its structured form goes in
+    ``structuredContent`` only, so a model reads each result once. ``json_text=True``
+    also appends the structured form as a JSON text block, for clients that read
+    structured results from the text alone (what the spec suggests for older clients).
+    """
     numbers = itertools.count(1)
 
     async def list_tools(
@@ -368,9 +400,8 @@ def mcp_server(
         value = None if result.is_error else thaw(result.value)
         structured = value if isinstance(value, dict) else None
         content = [_mcp_block(block) for block in result.content]
-        serialized = None if structured is None else dumps(structured)
+        serialized = None if structured is None or not json_text else dumps(structured)
         if serialized is not None and serialized != result.text:
-            # the structured result serialized too, as the spec asks of servers that send it
             content.append(types.TextContent(type="text", text=serialized))
         return types.CallToolResult(
             content=content, structured_content=structured, is_error=result.is_error

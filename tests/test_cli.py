@@ -249,3 +249,101 @@ def test_compare_shows_progress_on_a_terminal_and_is_quiet_in_a_pipe() -> None:
     piped = codeact("compare", "--tasks", "2")
     assert piped.returncode == 0
     assert piped.stderr == ""
+
+
+def test_version_prints_the_package_version() -> None:
+    import codeact as package
+
+    done = codeact("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"codeact {package.__version__}"
+
+
+def test_a_bad_flag_shows_the_usage_of_its_own_command() -> None:
+    done = codeact("schemas", "--bogus")
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: codeact schemas")
+    assert "unrecognized arguments: --bogus" in done.stderr
+
+
+BAD_VALUES = {
+    "styles": (["compare", "--styles", "bogus"], "unknown style bogus"),
+    "tasks": (["compare", "--tasks", "0"], "--tasks: must be above 0"),
+    "repeats": (["compare", "--repeats", "x"], "--repeats: not a number"),
+    "replay-alone": (["compare", "--replay"], "--replay needs --cassette"),
+    "replay-missing": (["compare", "--replay", "--cassette", "absent.jsonl"], "no such file"),
+    "port-range": (["serve-mcp", "--http", "127.0.0.1:70000"], "port up to 65535"),
+    "port-word": (["serve-mcp", "--http", "localhost:http"], "port up to 65535"),
+    "mode": (["schemas", "--mode", "fast"], "invalid choice: 'fast'"),
+    "approve": (["schemas", "--approve", "nothing"], "--approve names no registered tool"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_VALUES))
+def test_every_bad_value_is_one_line_and_exit_two(tmp_path: Path, case: str) -> None:
+    arguments, expected = BAD_VALUES[case]
+    done = codeact(*arguments, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert expected in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly() -> None:
+    # `true` reads nothing and is gone long before Python has started: every write fails
+    command = f"{sys.executable} -m codeact schemas --stdlib --format openai | true"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120
+    )
+    assert done.stderr == ""
+    assert done.returncode == 0
+
+
+def test_unusable_standard_tools_are_left_out_until_a_flag_makes_them_usable() -> None:
+    def names(*extra: str) -> set[str]:
+        done = codeact("schemas", "--stdlib", "--mode", "native", *extra)
+        assert done.returncode == 0, done.stderr
+        return {schema["name"] for schema in json.loads(done.stdout)}
+
+    plain = names()
+    assert {"read", "write", "list_files"} <= plain
+    assert "fetch" not in plain  # no host it may reach
+    assert "shell" not in plain  # no one to approve it
+    assert "fetch" in names("--allow-host", "example.org")
+    assert "shell" in names("--approve", "shell")
+
+
+def test_an_approved_shell_runs_from_a_script(tmp_path: Path) -> None:
+    script = "shell('echo approved')['stdout']"
+    done = console(
+        "run", "-", "--stdlib", "--approve", "shell", "--json", cwd=tmp_path, stdin=script
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["value"]["result"] == "approved\n"
+
+
+def test_serve_mcp_over_http_says_where_in_one_line_and_that_it_has_no_tools(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codeact", "serve-mcp", "--http", f"127.0.0.1:{port}"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert process.stderr is not None
+    with process.stderr:
+        try:
+            line = process.stderr.readline()  # the server runs until told to stop: its first line
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+        rest = process.stderr.read()
+    assert line.startswith(f"codeact: serving MCP on http://127.0.0.1:{port}/mcp with no tools")
+    assert "Traceback" not in rest

@@ -121,13 +121,25 @@ async def test_an_official_client_uses_our_code_mode_server_end_to_end() -> None
                 "tool_calls": [{"name": "double", "ok": True}],
             }
             texts = [c.text for c in result.content if c.type == "text"]
-            assert texts[0].startswith("Output:\ndoubling")  # what a model reads
-            assert json.loads(texts[1]) == result.structured_content  # and the JSON, as asked
+            assert texts == ["Output:\ndoubling\nResult: 42"]  # what a model reads, once
             with pytest.raises(MCPError, match="Unknown tool: double"):  # not advertised
                 await client.call_tool("double", {"x": 1})
             failed = await client.call_tool("run_code", {"code": "import os"})
             assert failed.is_error
             assert "CODE_SECURITY_VIOLATION" in json.dumps([c.model_dump() for c in failed.content])
+
+
+async def test_json_text_keeps_the_structured_result_as_text_for_clients_that_want_it() -> None:
+    parameters = serve_mcp(
+        "--mode", "both", "--tools", "cli_tools:TOOLS", "--executor", "inprocess", "--json-text"
+    )
+    with anyio.fail_after(60):
+        async with Client(parameters) as client:
+            result = await client.call_tool("run_code", {"code": "double(4)"})
+            texts = [c.text for c in result.content if c.type == "text"]
+            assert texts[0] == "Result: 8"
+            assert json.loads(texts[1]) == result.structured_content
+            assert result.structured_content["result"] == 8  # type: ignore[index]
 
 
 async def test_serve_mcp_binds_the_standard_tools_and_applies_limit_flags(tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ import os
 import statistics
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import anyio
 
+from .._cli_parser import Parser, positive
 from .._compare import (
     STYLES,
     ComparisonTask,
@@ -119,7 +121,7 @@ def table(results: list[Metrics]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``codeact compare``: offline by default; ``--model`` runs against a real endpoint."""
-    parser = argparse.ArgumentParser(prog="codeact compare")
+    parser = Parser(prog="codeact compare")
     parser.add_argument(
         "--model", default=os.environ.get("CODEACT_MODEL"), help="run against this model"
     )
@@ -127,9 +129,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--base-url", default=None, help="OpenAI-compatible base URL (or OPENAI_BASE_URL)"
     )
     parser.add_argument("--api-key", default=None, help="API key (or OPENAI_API_KEY)")
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--tasks", type=int, default=0, help="only the first N tasks")
-    parser.add_argument("--styles", default=",".join(STYLES))
+    parser.add_argument("--repeats", type=positive(int), default=1)
+    parser.add_argument("--tasks", type=positive(int), default=None, help="only the first N tasks")
+    parser.add_argument(
+        "--styles", type=_styles, default=list(STYLES), help=f"of {', '.join(STYLES)}"
+    )
     parser.add_argument(
         "--cassette", default=None, help="record to (or, with --replay, replay from) this file"
     )
@@ -137,8 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--replay", action="store_true", help="replay the cassette offline, no endpoint"
     )
     options = parser.parse_args(argv)
-    tasks = planned_tasks()[: options.tasks or None]
-    styles = [s for s in options.styles.split(",") if s]
+    if options.replay and not options.cassette:
+        parser.error("--replay needs --cassette FILE")
+    if options.replay and not Path(options.cassette).is_file():
+        parser.error(f"--cassette {options.cassette}: no such file to replay")
+    tasks = planned_tasks()[: options.tasks]
+    styles = options.styles
     model = _real_model(options)
     if model is None:
         print(
@@ -178,14 +186,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _styles(text: str) -> list[str]:
+    """``--styles a,b``: each one of STYLES."""
+    styles = [style for style in text.split(",") if style]
+    unknown = [style for style in styles if style not in STYLES]
+    if unknown or not styles:
+        raise argparse.ArgumentTypeError(
+            f"unknown style {', '.join(unknown) or '(none)'}: choose from {', '.join(STYLES)}"
+        )
+    return styles
+
+
 def _real_model(options: argparse.Namespace) -> Model | None:
     if not options.model and not options.replay:
         return None
     name = options.model or "replay"
     cassette = Cassette(options.cassette) if options.cassette else None
     if options.replay:
-        if cassette is None:
-            raise SystemExit("codeact compare: --replay needs --cassette")
+        assert cassette is not None  # main refused --replay without one
         return CassetteModel(cassette, None, name=name)
     endpoint = OpenAIChatModel(
         model=name, base_url=options.base_url, api_key=options.api_key, temperature=0

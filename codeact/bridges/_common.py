@@ -4,6 +4,7 @@ framework calls from."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import uuid
@@ -105,7 +106,11 @@ class Sessions:
     def _forget(self, key: int, session: str) -> None:
         self._by_object.pop(key, None)
         loop = self._runtime._loop
-        if loop is not None and loop.running:  # its worker goes with it, not at idle time
+        if loop is None or not loop.running:
+            return
+        # Its worker goes with it, not at idle time (unless this runs on the loop's own
+        # thread, or as it stops: then the idle reaper takes it).
+        with contextlib.suppress(RuntimeError):
             loop.portal.start_task_soon(self._runtime.close_session, session)
 
 
