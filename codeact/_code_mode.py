@@ -88,11 +88,12 @@ def describe_run_code(
         "The value of the last expression is returned as the result, with everything printed. "
         "Names you define persist to the next run_code call. "
         "To run calls concurrently, await them together: "
-        "await asyncio.gather(*(tool(x) for x in xs)).",
+        "import asyncio, then await asyncio.gather(*(tool(x) for x in xs)).",
         f"Importable modules: {', '.join(sorted(modules))}.",
         f"Limits: {limits.wall_seconds:g} s of script time (waiting for a tool does not "
         f"count; each call may wait {limits.tool_wait_seconds:g} s), {limits.max_tool_calls} "
-        f"tool calls and {limits.max_output_chars:,} characters of output per run.",
+        f"tool calls per run; printed output past {limits.max_output_chars:,} characters "
+        "is shown by its start and its end.",
     ]
     if named.renamed:
         parts.append(

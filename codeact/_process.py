@@ -535,10 +535,10 @@ class _Serving:
     output_chars: int = 0
 
     def print(self, text: str) -> None:
-        """Pass printed text on; more than the output limit is a worker that ignores it
+        """Pass printed text on; more than the printing limit is a worker that ignores it
         (the interpreter stops printing there), so forged."""
         self.output_chars += len(text)
-        if self.output_chars > self.limits.max_output_chars:
+        if self.output_chars > self.limits.max_printed_chars:
             raise Forged("more printed output than the run's limit")
         if self.on_output is not None and text:
             self.on_output(text)

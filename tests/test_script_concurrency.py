@@ -6,6 +6,7 @@ the batch is in flight at once can only succeed when they really are.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,11 +264,41 @@ async def test_an_awaited_call_past_the_tool_wait_limit_ends_as_timeout(kind: st
     assert result.value["result"] == "TIMEOUT"  # type: ignore[index]
 
 
-async def test_the_description_teaches_the_concurrent_form() -> None:
+async def test_the_description_teaches_the_concurrent_form_and_its_example_runs_as_written() -> (
+    None
+):
+    from codeact import Runtime
     from codeact._code_mode import describe_run_code
 
     text = describe_run_code(ToolRegistry(), modules=frozenset({"asyncio"}), limits=Limits())
     assert "await asyncio.gather(*(tool(x) for x in xs))" in text
+    found = re.search(r"(import \w+), then (await .+?\)\))", text)
+    assert found is not None
+    example = f"xs = [1, 2, 3]\n{found.group(1)}\n{found.group(2)}"
+
+    @tool(name="tool")
+    def doubled(x: int) -> int:
+        """Double x (the example calls a tool named tool)."""
+        return 2 * x
+
+    registry = ToolRegistry()
+    registry.register(doubled)
+    runtime = Runtime(registry, executor=InProcessExecutor())
+    result = await runtime.execute(ToolCall("c", "run_code", {"code": example}), mode="code")
+    assert not result.is_error, result.text
+    assert result.value["result"] == (2, 4, 6)  # type: ignore[index]  # frozen JSON
+
+
+async def test_a_module_used_before_its_import_is_hinted_to_be_imported() -> None:
+    runner = InProcessExecutor(limits=Limits(wall_seconds=5))
+    outcome = await runner.run("await asyncio.gather()", session="s", tools={}, call_tool=None)  # type: ignore[arg-type]
+    assert outcome.error is not None
+    assert "NameError: name 'asyncio' is not defined" in outcome.error.message
+    assert outcome.error.hint == "import asyncio first: it is importable"
+    outcome = await runner.run("jsn.dumps(1)", session="s", tools={}, call_tool=None)  # type: ignore[arg-type]
+    assert outcome.error is not None
+    assert outcome.error.hint != "import jsn first: it is importable"  # not a module
+    await runner.aclose()
 
 
 async def test_an_executor_without_the_batch_keywords_still_runs_gathered_calls() -> None:

@@ -191,6 +191,7 @@ FORKED_LIMITS = Limits(
     cpu_seconds=20.0,
     memory_bytes=128 * 1024 * 1024,
     max_output_chars=5_000,
+    max_printed_chars=50_000,
     max_tool_calls=100,
 )
 

@@ -32,6 +32,7 @@ from ._guards import (
 from ._limits import ABORTED, WATCHDOG, Limits, RunMonitor, release_free_memory
 from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
 from ._ownership import SCOPE_KEY, SCOPE_MARK
+from ._printed import Printed
 from ._transformer import RESULT_NAME
 
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
@@ -55,9 +56,7 @@ class _Run:
     limits: Limits
     call_tool: ToolCaller | None
     call_tools: ToolBatchCaller | None = None
-    output: list[str] = field(default_factory=list)
-    output_chars: int = 0
-    output_truncated: bool = False
+    output: Printed
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     monitor: RunMonitor | None = None
     on_output: Callable[[str], None] | None = None
@@ -289,7 +288,11 @@ class Sandbox:
         stop: threading.Event | None = None,
     ) -> ScriptOutcome:
         run = _Run(
-            limits=self.limits, call_tool=call_tool, call_tools=call_tools, on_output=on_output
+            limits=self.limits,
+            call_tool=call_tool,
+            call_tools=call_tools,
+            on_output=on_output,
+            output=Printed(self.limits.max_output_chars),
         )
         scope = self.globals
         scope.update(self._run_globals(run))
@@ -376,23 +379,18 @@ class Sandbox:
                 raise TypeError(f"{name} must be None or a string, not {type(given).__name__}")
         sep = " " if sep is None else sep
         parts = [str(a) for a in args]
-        room = run.limits.max_output_chars - run.output_chars
+        room = run.limits.max_printed_chars - run.output.total
         if sum(map(len, parts)) + len(sep) * max(len(parts) - 1, 0) > room:  # before joining
             text = sep.join(p[: room + 1] for p in parts)[: room + 1]
         else:
             text = sep.join(parts)
         text += "\n" if end is None else end
-        room = run.limits.max_output_chars - run.output_chars
-        if len(text) > room:
-            run.output.append(text[: max(room, 0)])
-            run.output_chars += max(room, 0)
-            run.output_truncated = True
+        if len(text) > room:  # a print loop's flood: the run ends, with what it kept
+            run.output.add(text[: max(room, 0)])
             self._forward(run, text[: max(room, 0)])
-            raise LimitExceeded(
-                "output", f"the script printed more than {run.limits.max_output_chars:,} characters"
-            )
-        run.output.append(text)
-        run.output_chars += len(text)
+            limit = run.limits.max_printed_chars
+            raise LimitExceeded("output", f"the script printed more than {limit:,} characters")
+        run.output.add(text)
         self._forward(run, text)
 
     @staticmethod
@@ -428,10 +426,7 @@ class Sandbox:
         self.guards.getattr(target, "write")(text + ("\n" if end is None else end))
 
     def _output(self, run: _Run) -> str:
-        text = "".join(run.output)
-        if run.output_truncated:
-            text += f"\n[... output truncated at {run.limits.max_output_chars:,} characters]"
-        return text
+        return run.output.text()
 
     # Tools -------------------------------------------------------------------------------
 
@@ -623,7 +618,7 @@ class Sandbox:
             )
         else:
             code, message = ErrorCode.CODE_RUNTIME_ERROR, _exception_text(error)
-        hint = _hint(error, scope, tools)
+        hint = _hint(error, scope, tools, self.modules)
         return ScriptError(
             code=code,
             message=_bounded(message),
@@ -784,9 +779,14 @@ def _collect_young_garbage() -> None:
 
 
 def _hint(
-    error: BaseException, scope: dict[str, Any], tools: Mapping[str, tuple[str, ...]]
+    error: BaseException,
+    scope: dict[str, Any],
+    tools: Mapping[str, tuple[str, ...]],
+    modules: frozenset[str] = frozenset(),
 ) -> str | None:
     missing = getattr(error, "name", None)
+    if isinstance(error, NameError) and missing in modules:  # `asyncio.gather` before import
+        return f"import {missing} first: it is importable"
     if isinstance(error, NameError) and isinstance(missing, str):
         known = [n for n in scope if not n.startswith("_")] + list(tools)
         known += [n for n in scope["__builtins__"] if not n.startswith("_")]

@@ -33,7 +33,10 @@ class Limits:
     wall_seconds: float = 10.0
     cpu_seconds: float = 10.0
     memory_bytes: int = 512 * 1024 * 1024
+    # Printed output the model reads: beyond it, the start and the end are kept, the
+    # middle is cut (and counted); only printing past max_printed_chars ends a run.
     max_output_chars: int = 20_000
+    max_printed_chars: int = 2_000_000
     max_tool_calls: int = 1_000
     max_source_chars: int = 100_000
     max_sequence_items: int = 10_000_000

@@ -6,6 +6,8 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codeact._sandbox import Limits
 
@@ -19,6 +21,7 @@ LIMITS = Limits(
     cpu_seconds=WALL,
     memory_bytes=256 * 1024 * 1024,
     max_output_chars=10_000,
+    max_printed_chars=100_000,
     max_tool_calls=50,
     max_source_chars=5_000,
 )
@@ -145,10 +148,25 @@ def test_output_flood_is_cut_and_reported(make_runner: MakeRunner) -> None:
     outcome = runner("while True:\n    print('x' * 1000)")
     assert outcome.error is not None
     assert outcome.error.code == "CODE_RESOURCE_LIMIT"
-    assert "printed more than 10,000" in outcome.error.message
+    assert "printed more than 100,000" in outcome.error.message
     assert outcome.output.startswith("x" * 1000)
-    assert "output truncated" in outcome.output
+    assert "characters of output cut" in outcome.output
     assert len(outcome.output) < 10_200
+
+
+def test_output_past_the_limit_shows_its_start_and_end_and_the_run_keeps_its_result(
+    make_runner: MakeRunner,
+) -> None:
+    runner = make_runner(LIMITS)
+    outcome = runner("for i in range(5_000):\n    print(f'line {i}')\n'finished'")
+    assert outcome.error is None
+    assert outcome.value == "finished"
+    assert outcome.output.startswith("line 0\nline 1\n")
+    assert outcome.output.endswith("line 4998\nline 4999\n")
+    printed = sum(len(f"line {i}\n") for i in range(5_000))
+    kept = outcome.output.split("\n[... ")[0] + outcome.output.split(" cut ...]\n")[1]
+    assert f"[... {printed - len(kept):,} characters of output cut ...]" in outcome.output
+    assert len(kept) == 10_000  # the limit, half from the start and half from the end
 
 
 def test_tool_call_flood_is_stopped_at_the_limit(make_runner: MakeRunner) -> None:
@@ -208,3 +226,25 @@ def test_a_limit_tripped_during_a_tool_call_waits_for_the_call_to_return() -> No
     assert outcome.error.code == "ABORTED"
     assert [c.name for c in outcome.tool_calls] == ["work"]
     sandbox.close()
+
+
+@given(
+    chunks=st.lists(st.text(alphabet="ab\n", max_size=40), max_size=30),
+    shown=st.integers(min_value=0, max_value=60),
+)
+def test_printed_output_keeps_exactly_its_start_and_its_end(chunks: list[str], shown: int) -> None:
+    from codeact._sandbox._printed import Printed
+
+    printed = Printed(shown)
+    for chunk in chunks:
+        printed.add(chunk)
+    full = "".join(chunks)
+    assert printed.total == len(full)
+    if len(full) <= shown:
+        assert printed.text() == full
+        return
+    head, tail = full[: shown - shown // 2], full[len(full) - shown // 2 :]
+    assert (
+        printed.text()
+        == f"{head}\n[... {len(full) - shown:,} characters of output cut ...]\n{tail}"
+    )
