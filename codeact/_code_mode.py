@@ -328,16 +328,20 @@ def render_failure(outcome: ScriptOutcome) -> str:
     """What the model reads after a script failed: the error, where, and what already happened."""
     error = outcome.error
     assert error is not None
-    lines = [error.message]
+    lines = [f"{error.cause}\n\n{error.message}" if error.cause else error.message]
     if error.line is not None:
         lines.append(f"  at line {error.line}: {error.source_line or ''}".rstrip())
     if error.hint:
         lines.append(f"  hint: {error.hint}")
-    if outcome.tool_calls:
-        shown = outcome.tool_calls[:MAX_LISTED_CALLS]
+    calls = outcome.tool_calls
+    last = calls[-1] if calls else None
+    if last is not None and not last.ok and f"ToolError [{last.code}]" in error.message:
+        calls = calls[:-1]  # the call that failed is the error itself: its code said once
+    if calls:
+        shown = calls[:MAX_LISTED_CALLS]
         done = ", ".join(f"{c.name} ({'ok' if c.ok else c.code})" for c in shown)
-        if len(outcome.tool_calls) > len(shown):
-            done += f", ... and {len(outcome.tool_calls) - len(shown):,} more"
+        if len(calls) > len(shown):
+            done += f", ... and {len(calls) - len(shown):,} more"
         lines.append(f"Tool calls made before the error: {done}")
     if outcome.output:
         lines.append(f"Output before the error:\n{outcome.output}".rstrip())

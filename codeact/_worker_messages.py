@@ -114,6 +114,7 @@ def _bounded_error(error: ScriptError) -> ScriptError:
         if error.source_line is None
         else bounded(error.source_line, MAX_LINE_CHARS),
         hint=None if error.hint is None else bounded(error.hint, MAX_LINE_CHARS),
+        cause=None if error.cause is None else bounded(error.cause, MAX_ERROR_CHARS),
     )
 
 

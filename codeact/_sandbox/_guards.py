@@ -298,12 +298,12 @@ class Guards:
 
     def make_bytes(self, *args: Any, **kwargs: Any) -> bytes:
         if args and isinstance(args[0], int):
-            self._check_items(args[0])
+            self._check_items(args[0], b"")
         return bytes(*args, **kwargs)
 
     def make_bytearray(self, *args: Any, **kwargs: Any) -> bytearray:
         if args and isinstance(args[0], int):
-            self._check_items(args[0])
+            self._check_items(args[0], b"")
         return bytearray(*args, **kwargs)
 
     def iterate(self, source: Any, *sentinel: Any) -> Iterator[Any]:
@@ -384,23 +384,23 @@ class Guards:
             total = sum(map(measure, parts)) + _exact_len(separator) * max(len(parts) - 1, 0)
         except TypeError:  # a part with no length: join itself will say what is wrong
             return base.join(separator, parts)
-        self._check_items(total)
+        self._check_items(total, separator)
         return base.join(separator, parts)
 
     # Helpers ---------------------------------------------------------------------------
 
     def _check_concat(self, a: Any, b: Any) -> None:
         if isinstance(b, _SEQUENCES):
-            self._check_items(_exact_len(a) + _exact_len(b))
+            self._check_items(_exact_len(a) + _exact_len(b), a)
 
     def _check_mul(self, a: Any, b: Any) -> None:
         if type(a) is int and type(b) is int:
             if a.bit_length() + b.bit_length() > self.limits.max_int_bits:
                 raise LimitExceeded("integer size")
         elif isinstance(b, int) and _is_repeatable(a):  # exact sizes: a subclass may lie
-            self._check_items(_exact_len(a) * int.__index__(b))
+            self._check_items(_exact_len(a) * int.__index__(b), a)
         elif isinstance(a, int) and _is_repeatable(b):
-            self._check_items(_exact_len(b) * int.__index__(a))
+            self._check_items(_exact_len(b) * int.__index__(a), b)
 
     def _check_pow(self, a: Any, b: Any) -> None:
         if isinstance(b, int) and b > 1 and hasattr(a, "numerator"):
@@ -417,17 +417,25 @@ class Guards:
         ):
             raise LimitExceeded("integer size")
 
-    def _check_items(self, count: int) -> None:
+    def _check_items(self, count: int, like: Any = None) -> None:
+        """``count`` elements of a result like ``like``: a string's are characters."""
         if count > self.limits.max_sequence_items:
+            unit = (
+                "characters"
+                if isinstance(like, str)
+                else "bytes"
+                if isinstance(like, bytes | bytearray)
+                else "items"
+            )
+            limit = self.limits.max_sequence_items
             raise LimitExceeded(
-                "sequence size",
-                f"the result would hold {count:,} items (limit {self.limits.max_sequence_items:,})",
+                "sequence size", f"the result would hold {count:,} {unit} (limit {limit:,})"
             )
 
     def _check_spec(self, spec: str, value: Any = None) -> None:
         if isinstance(value, decimal.Decimal) and value.is_finite() and spec:
             # 'f' and friends write every digit of the exponent out: Decimal('1e99999999')
-            self._check_items(abs(value.adjusted()) + len(value.as_tuple().digits))
+            self._check_items(abs(value.adjusted()) + len(value.as_tuple().digits), spec)
         for number in _FORMAT_NUMBERS.findall(spec):
             if len(number) > 7 or int(number) > self.limits.max_format_width:
                 raise LimitExceeded(
@@ -473,12 +481,12 @@ class Guards:
     def _check_translate(self, text: Any, table: Any) -> None:
         if isinstance(table, dict) and table:
             widest = max((_exact_len(v) for v in table.values() if isinstance(v, str)), default=1)
-            self._check_items(_exact_len(text) * widest)
+            self._check_items(_exact_len(text) * widest, text)
 
     def _check_replace(self, text: Any, old: Any, new: Any) -> None:
         if isinstance(old, str | bytes) and isinstance(new, str | bytes) and len(new) > len(old):
             pieces = len(text) // max(len(old), 1) + 1
-            self._check_items(len(text) + pieces * (len(new) - len(old)))
+            self._check_items(len(text) + pieces * (len(new) - len(old)), text)
 
     def _check_width(
         self, text: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -491,9 +499,9 @@ class Guards:
         base = _text_base(text)
         if name == "expandtabs":
             tab = "\t" if base is str else b"\t"
-            self._check_items(base.__len__(text) + width * base.count(text, tab))
+            self._check_items(base.__len__(text) + width * base.count(text, tab), text)
         else:
-            self._check_items(width)
+            self._check_items(width, text)
         return (width, *args[1:]) if args else args
 
 
@@ -611,7 +619,7 @@ class ScriptFormatter:
                 spec = self.vformat(spec, args, kwargs)
             text = self._guards.format_spec(value, ord(conversion) if conversion else -1, spec)
             total += len(text) + len(literal)
-            self._guards._check_items(total)
+            self._guards._check_items(total, "")
             parts.append(text)
         return "".join(parts)
 

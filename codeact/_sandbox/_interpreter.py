@@ -626,6 +626,7 @@ class Sandbox:
             line=line,
             source_line=source_line,
             hint=hint,
+            cause=_cause(error) if code == ErrorCode.CODE_RUNTIME_ERROR else None,
         )
 
 
@@ -756,6 +757,22 @@ def _source_line(source: str, line: int | None) -> str | None:
         return None
     lines = source.splitlines()
     return lines[line - 1].strip() if 0 < line <= len(lines) else None
+
+
+_DIRECT = "The above exception was the direct cause of the following exception:"
+_DURING = "During handling of the above exception, another exception occurred:"
+
+
+def _cause(error: BaseException) -> str | None:
+    """What CPython prints above an error raised ``from`` another or while handling one;
+    only an exception that passed through the script (never the interpreter's own)."""
+    cause = error.__cause__
+    link = _DIRECT
+    if cause is None and not error.__suppress_context__:
+        cause, link = error.__context__, _DURING
+    if not isinstance(cause, Exception) or _script_line(cause) is None:
+        return None
+    return f"{_bounded(_exception_text(cause))}\n\n{link}"
 
 
 def _exception_text(error: BaseException) -> str:

@@ -27,6 +27,9 @@ class ScriptError:
     line: int | None = None
     source_line: str | None = None
     hint: str | None = None
+    # The exception this one was raised from or while handling, as CPython would show it
+    # above it: "ZeroDivisionError: division by zero\n\nThe above exception was ...".
+    cause: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,6 +97,7 @@ def _error_from_json(data: Any) -> ScriptError:
         line=_typed(data.get("line"), int, optional=True),
         source_line=_typed(data.get("source_line"), str, optional=True),
         hint=_typed(data.get("hint"), str, optional=True),
+        cause=_typed(data.get("cause"), str, optional=True),
     )
 
 

@@ -133,7 +133,7 @@ def test_the_limit_that_was_hit_is_named(make_runner: MakeRunner) -> None:
     assert outcome.error is not None
     assert "CPU time" in outcome.error.message
     _, size = run_limited(make_runner, "'a' * 10**10")
-    assert "10,000,000,000 items" in size
+    assert "10,000,000,000 characters" in size
 
 
 def test_recursion_ends_in_a_resource_limit_even_when_caught(make_runner: MakeRunner) -> None:
