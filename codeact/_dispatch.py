@@ -10,6 +10,7 @@ reads. Whatever happens, the call gets exactly one result citing its id.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import contextvars
 import difflib
@@ -397,11 +398,23 @@ def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
 
 
 def _plain_output(raw: Any) -> JsonValue:
-    """Plain JSON as it is (most tools return it), anything else through pydantic's encoder."""
+    """Plain JSON as it is (most tools return it), anything else through pydantic's encoder
+    (bytes as base64 text, as a tool's stub says)."""
     try:
         return detach(raw)
     except NotJsonError:
-        return detach(to_jsonable_python(raw))
+        return detach(to_jsonable_python(_base64_bytes(raw), bytes_mode="base64"))
+
+
+def _base64_bytes(value: Any) -> Any:
+    """Bytes (in plain containers too) as standard base64 text, what base64.b64decode reads."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {key: _base64_bytes(inner) for key, inner in value.items()}
+    if isinstance(value, list | tuple):
+        return [_base64_bytes(inner) for inner in value]
+    return value
 
 
 def _render(invocation: Invocation, value: FrozenJson) -> ToolExecutionSuccess:

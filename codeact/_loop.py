@@ -98,6 +98,21 @@ class Context:
         return "\n\n".join(text for text in self.sections.values() if text)
 
 
+def _beyond_budget(error: ModelError, elapsed: float, total: float) -> ModelError:
+    """The same fault, saying why it was not retried: the asked wait is past the budget."""
+    note = (
+        f"{error.message} (the provider asked to retry after {error.retry_after:g} s, "
+        f"beyond the retry budget: {max(total - elapsed, 0.0):.1f} s of "
+        f"RetryPolicy.total_seconds={total:g} left; not retried)"
+    )
+    return ModelError(
+        note,
+        retryable=error.retryable,
+        retry_after=error.retry_after,
+        context_length=error.context_length,
+    )
+
+
 class StepLimit(Exception):
     """The loop reached its step limit without a final answer."""
 
@@ -271,6 +286,15 @@ class Agent:
                 )
             )
 
+    def _past_budget(self, error: ModelError, attempt: int, elapsed: float, delay: float) -> bool:
+        """A wait the provider asked for that the retry budget cannot give: not retried."""
+        return (
+            error.retryable
+            and error.retry_after is not None
+            and attempt < self.retry.attempts
+            and elapsed + delay > self.retry.total_seconds
+        )
+
     async def _ask(self) -> ModelReply:
         started = anyio.current_time()
         attempt = 0
@@ -291,10 +315,12 @@ class Agent:
                     or attempt >= self.retry.attempts
                     or elapsed + delay > self.retry.total_seconds
                 ):
+                    if self._past_budget(error, attempt, elapsed, delay):
+                        error = _beyond_budget(error, elapsed, self.retry.total_seconds)
                     self.session.append(
                         ErrorRecorded(message=error.message, retryable=error.retryable)
                     )
-                    raise
+                    raise error from None
                 self.session.append(ErrorRecorded(message=error.message, retryable=True))
                 self._tell(ModelRetry(attempt=attempt, message=error.message, delay=delay))
                 await anyio.sleep(delay)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
@@ -39,9 +40,15 @@ def _agreed_limits(limits: Limits | None, executor: Executor | None) -> Limits:
     if limits is None:
         return own if isinstance(own, Limits) else Limits()
     if isinstance(own, Limits) and own != limits:
+        differ = [
+            f"{field.name} ({getattr(own, field.name)!r} in the executor, "
+            f"{getattr(limits, field.name)!r} in the runtime)"
+            for field in dataclasses.fields(Limits)
+            if getattr(own, field.name) != getattr(limits, field.name)
+        ]
         raise UsageError(
-            f"the executor runs scripts under {own} but the runtime was given {limits}: "
-            "give the executor the same Limits, or give them to only one of the two"
+            f"the executor and the runtime disagree on {'; '.join(differ)}: give the "
+            "executor the same Limits, or give them to only one of the two"
         )
     return limits
 

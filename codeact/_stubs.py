@@ -98,7 +98,56 @@ def result_class(tool: Tool, called: str | None = None) -> tuple[str, str] | Non
     return name, "\n".join(lines)
 
 
-def stub(tool: Tool, called: str | None = None) -> str:
+def defined_types(tool: Tool) -> list[str]:
+    """Each ``$defs`` entry the tool's schemas refer to, as Python source, the ones it
+    uses first: an object as a ``TypedDict``, anything else as an alias."""
+    roots = [s for s in (tool.parameters, tool.output_schema) if isinstance(s, dict)]
+    defs: dict[str, Any] = {}
+    for root in roots:
+        found = root.get("$defs")
+        if isinstance(found, dict):
+            defs.update(found)
+    ordered: list[str] = []
+
+    def visit(schema: Any, depth: int = 0) -> None:
+        if depth > 20:
+            return
+        if isinstance(schema, dict):
+            ref = schema.get("$ref")
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name in defs and name not in ordered and name.isidentifier():
+                    ordered.append(name)  # marked first: a cycle ends here
+                    visit(defs[name], depth + 1)
+                    ordered.append(ordered.pop(ordered.index(name)))  # after what it uses
+            for key, inner in schema.items():
+                if key != "$defs":
+                    visit(inner, depth + 1)
+        elif isinstance(schema, list):
+            for inner in schema:
+                visit(inner, depth + 1)
+
+    for root in roots:
+        visit(root)
+    return [_defined(name, defs[name], defs) for name in ordered]
+
+
+def _defined(name: str, schema: Any, defs: Mapping[str, Any]) -> str:
+    properties = _properties(schema) if isinstance(schema, dict) else {}
+    if not properties or not all(_field_name(field) for field in properties):
+        return f"{name} = {python_type(schema, defs)}"
+    required = schema.get("required")
+    required_names = set(required) if isinstance(required, list) else set()
+    lines = [f"class {name}(TypedDict):"]
+    for field, field_schema in properties.items():
+        annotation = python_type(field_schema, defs)
+        if field not in required_names:
+            annotation = f"NotRequired[{annotation}]"
+        lines.append(f"    {field}: {annotation}")
+    return "\n".join(lines)
+
+
+def stub(tool: Tool, called: str | None = None, shown: set[str] | None = None) -> str:
     """A tool's signature with its docstring, as Python source (``called``: as signature's):
     the description, ``Args:`` from the parameters' descriptions, ``Returns:`` from the
     output schema's; an object result comes first as its ``TypedDict``."""
@@ -115,6 +164,8 @@ def stub(tool: Tool, called: str | None = None) -> str:
     output = tool.output_schema
     if isinstance(output, dict) and output.get("description"):
         doc += f"\n\nReturns:\n    {_one_line(str(output['description']))}"
+    elif isinstance(output, dict) and _is_bytes(output):
+        doc += "\n\nReturns:\n    bytes, as base64 text (base64.b64decode gives them back)"
     typed = result_class(tool, called)
     head = signature(tool, called, typed[0] if typed else None)
     lines = doc.replace(TRIPLE, SINGLE_TRIPLE).splitlines()
@@ -123,7 +174,17 @@ def stub(tool: Tool, called: str | None = None) -> str:
     else:
         body = "\n".join(f"    {line}" if line else "" for line in lines[1:])
         source = f"{head}\n    {TRIPLE}{lines[0]}\n{body}\n    {TRIPLE}"
-    return source if typed is None else f"{typed[1]}\n\n{source}"
+    types_ = [t for t in defined_types(tool) if shown is None or t not in shown]
+    if shown is not None:
+        shown.update(types_)
+    return "\n\n".join([*types_, *([typed[1]] if typed else []), source])
+
+
+def _is_bytes(schema: Mapping[str, Any]) -> bool:
+    """A string schema for bytes (pydantic says ``format: binary``), sent as base64."""
+    return schema.get("type") == "string" and (
+        schema.get("format") in ("binary", "base64") or schema.get("contentEncoding") == "base64"
+    )
 
 
 def _properties(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -142,7 +203,10 @@ def _one_line(text: str) -> str:
 def stubs(tools: Sequence[Tool] | Mapping[str, Tool]) -> str:
     """Every tool's stub, in registry order; a mapping gives the names scripts use."""
     named = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
-    return "\n\n".join(stub(tool, name) for name, tool in named.items() if name.isidentifier())
+    shown: set[str] = set()  # a type two tools share is defined once
+    return "\n\n".join(
+        stub(tool, name, shown) for name, tool in named.items() if name.isidentifier()
+    )
 
 
 def _literal(value: Any) -> str:

@@ -189,7 +189,7 @@ class MCPConnection:
             self._bound_names.append(name)
             if remote.annotations is not None:
                 self.annotations[name] = remote.annotations
-            if name != remote.name:
+            if name != wanted_name:  # the prefix asked for is no rename: only a change is
                 self.renamed[remote.name] = name
                 LOG.warning("MCP tool %r is bound as %r", remote.name, name)
         return bound

@@ -533,3 +533,26 @@ def test_an_agent_killed_at_random_points_resumes_with_one_result_per_call(
         assert sorted(answered) == sorted(c.seq for c in calls), number  # one each
         assert session.open_calls(nested=True) == []
     assert interrupted_scripts > 0  # some kills landed while a script's call was open
+
+
+async def test_a_retry_after_past_the_retry_budget_says_so_and_is_not_waited_for(
+    runtime: Runtime,
+) -> None:
+    attempts = []
+
+    def throttled(request: ModelRequest) -> ModelReply:
+        attempts.append(1)
+        raise ModelError("429 too many requests", retryable=True, retry_after=600)
+
+    agent = Agent(
+        runtime, FunctionModel(throttled), mode=Mode.NATIVE, retry=RetryPolicy(total_seconds=60)
+    )
+    with pytest.raises(ModelError) as raised:
+        await agent.run("go")
+    assert len(attempts) == 1
+    message = raised.value.message
+    assert message.startswith("429 too many requests")
+    assert "retry after 600 s, beyond the retry budget" in message
+    assert "total_seconds=60" in message
+    recorded = [e for e in agent.session.events if isinstance(e, ErrorRecorded)]
+    assert recorded[-1].message == message

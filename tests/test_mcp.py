@@ -231,6 +231,7 @@ async def test_tools_bind_over_streamable_http_from_our_server() -> None:
         async with MCPConnection(f"http://127.0.0.1:{port}/mcp", prefix="remote_") as connection:
             runtime = await bound(connection)
             assert runtime.registry.names() == ["remote_double"]
+            assert connection.renamed == {}  # the prefix asked for is not a rename
             result = await runtime.execute(
                 ToolCall("h1", "remote_double", {"x": 4}), mode=Mode.NATIVE
             )

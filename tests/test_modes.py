@@ -157,3 +157,17 @@ def test_the_runtime_states_the_limits_its_executor_enforces() -> None:
     assert agreed.limits == one_second
     started = Runtime(registry, limits=one_second)  # the default executor gets them
     assert started.executor.limits == one_second  # type: ignore[attr-defined]
+
+
+def test_a_limits_mismatch_names_only_the_fields_that_differ() -> None:
+    from codeact import InProcessExecutor, Limits, ToolRegistry, UsageError
+
+    executor = InProcessExecutor(limits=Limits(wall_seconds=5.0, max_tool_calls=10))
+    with pytest.raises(UsageError) as raised:
+        Runtime(
+            ToolRegistry(), executor=executor, limits=Limits(wall_seconds=7.0, max_tool_calls=10)
+        )
+    message = str(raised.value)
+    assert "wall_seconds (5.0 in the executor, 7.0 in the runtime)" in message
+    assert "max_tool_calls" not in message
+    assert "memory_bytes" not in message

@@ -278,3 +278,101 @@ def test_an_object_result_is_shown_as_a_typed_dict_with_args_and_returns() -> No
         "Weather in a city.\n\nArgs:\n    city: Where.\n    days: How many days.\n\n"
         "Returns:\n    Today's conditions."
     )
+
+
+class Severity(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+class Match(BaseModel):
+    line: int
+    text: str
+    severity: Severity = Severity.LOW
+
+
+class Found(BaseModel):
+    path: str
+    matches: list[Match]
+
+
+class Query(BaseModel):
+    pattern: str
+    near: Match | None = None
+
+
+def names_left_undefined(source: str) -> set[str]:
+    """Names the stubs use in annotations that nothing in them (or typing) defines."""
+    import builtins
+    import typing
+
+    tree = ast.parse(source)
+    defined = {n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
+    defined |= {
+        t.id
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    known = set(dir(builtins)) | set(dir(typing)) | {"NotRequired"}
+    return used - defined - known
+
+
+def test_nested_models_in_a_stub_are_typed_dicts_of_their_own_and_defined_once() -> None:
+    from codeact._stubs import stubs
+
+    @tool
+    def search(query: Query, limit: int = 5) -> list[Found]:
+        """Search the files."""
+        return []
+
+    @tool
+    def first(query: Query) -> Found:
+        """The first file that matches."""
+        raise NotImplementedError
+
+    source = stubs([search, first])
+    assert names_left_undefined(source) == set()
+    assert source.count("class Match(TypedDict):") == 1
+    assert 'Severity = Literal["low", "high"]' in source
+    assert source.index("class Match(TypedDict):") < source.index("class Found(TypedDict):")
+    assert "    near: NotRequired[Match | None]" in source
+    assert "def search(query: Query, limit: int = 5) -> list[Found]:" in source
+
+
+def test_a_tool_returning_bytes_gives_base64_and_its_stub_says_so() -> None:
+    import anyio
+
+    from codeact import InProcessExecutor, Runtime, ToolCall, ToolRegistry
+    from codeact._stubs import stub
+
+    payload = b"\x89PNG\r\n\x00\xff\xfe"
+
+    @tool
+    def raw() -> bytes:
+        """Read raw bytes."""
+        return payload
+
+    @tool
+    def both() -> dict[str, bytes]:
+        """Bytes inside a mapping."""
+        return {"head": payload[:4]}
+
+    assert "bytes, as base64 text" in stub(raw)
+    registry = ToolRegistry()
+    registry.register(raw)
+    registry.register(both)
+    runtime = Runtime(registry, executor=InProcessExecutor())
+    native = anyio.run(lambda: runtime.execute(ToolCall("c1", "raw", {}), mode="native"))
+    assert not native.is_error, native.text
+    assert native.value == "iVBORw0KAP/+"
+    script = (
+        "import base64\n[base64.b64decode(raw()).hex(), base64.b64decode(both()['head']).hex()]"
+    )
+    coded = anyio.run(
+        lambda: runtime.execute(ToolCall("c2", "run_code", {"code": script}), mode="code")
+    )
+    assert not coded.is_error, coded.text
+    assert coded.value["result"] == (payload.hex(), payload[:4].hex())  # type: ignore[index]
