@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
@@ -22,6 +23,7 @@ from ._sandbox import Limits
 from ._tool import Tool
 
 DEFAULT_LAZY_THRESHOLD = 40
+LOG = logging.getLogger("codeact")
 RESERVED = frozenset({RUN_CODE, SEARCH_TOOLS, DESCRIBE})
 
 
@@ -167,10 +169,18 @@ class Runtime:
         """Bind search_tools and describe exactly while the catalog is past the threshold."""
         if self.is_lazy and not self._discovery_disposers:
             self._discovery_disposers = [self._scope.register(t) for t in self._discovery]
+            LOG.info(
+                "code mode switched to lazy discovery: %d tools are past lazy_threshold=%d, "
+                "so run_code lists %s and scripts find the rest with search_tools and describe",
+                len(self.user_tools()),
+                self.lazy_threshold,
+                "their names only" if self.lazy == "names" else "none of them",
+            )
         elif not self.is_lazy and self._discovery_disposers:
             for dispose in self._discovery_disposers:
                 dispose()
             self._discovery_disposers = []
+            LOG.info("code mode lists every tool's stub again (%d tools)", len(self.user_tools()))
 
     # Dispatch ----------------------------------------------------------------------------
 

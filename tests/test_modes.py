@@ -171,3 +171,25 @@ def test_a_limits_mismatch_names_only_the_fields_that_differ() -> None:
     assert "wall_seconds (5.0 in the executor, 7.0 in the runtime)" in message
     assert "max_tool_calls" not in message
     assert "memory_bytes" not in message
+
+
+def test_switching_to_lazy_discovery_is_logged_with_the_count_and_the_threshold(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from codeact import InProcessExecutor, Runtime
+
+    registry = ToolRegistry()
+    runtime = Runtime(registry, executor=InProcessExecutor(), lazy_threshold=3)
+    def step() -> int:
+        return 1
+
+    for number in range(4):
+        registry.register(tool(name=f"step_{number}")(step))
+    with caplog.at_level("INFO", logger="codeact"):
+        names = runtime.advertised("both")
+    assert "search_tools" in names
+    assert any(
+        "lazy discovery: 4 tools are past lazy_threshold=3" in record.getMessage()
+        and "search_tools and describe" in record.getMessage()
+        for record in caplog.records
+    )

@@ -35,3 +35,52 @@ def test_what_users_read_imports_public_names_only(path: Path) -> None:
 def test_the_notebooks_import_public_names_only() -> None:
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         assert "codeact._" not in notebook.read_text(encoding="utf-8"), notebook
+
+
+def test_the_install_line_works_from_outside_the_checkout(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    (line,) = re.findall(r'^pip install "codeact\[.*?\] @ file://.*"$', README.read_text(), re.M)
+    requirement = line.removeprefix("pip install ").strip('"')
+    requirement = requirement.replace("/absolute/path/to/codeact", str(ROOT))
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-deps",
+            "--quiet",
+            "--report",
+            str(report),
+            requirement,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    (installed,) = json.loads(report.read_text())["install"]
+    assert installed["metadata"]["name"] == "codeact"
+    assert set(installed["requested_extras"]) == {"mcp", "pydantic-ai"}
+
+
+def test_every_extra_the_readme_names_exists() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    named = re.search(r"with the extras\nyou need \((.*?)\):", README.read_text(), re.S)
+    assert named is not None
+    for extra in re.findall(r"`([a-z-]+)`", named.group(1)):
+        assert extra in extras, extra
+    assert {"notebook", "openai-agents", "pydantic-ai", "langchain", "smolagents"} <= set(extras)
+    assert any(
+        requirement.startswith(("notebook", "nbconvert")) for requirement in extras["notebook"]
+    )
