@@ -347,3 +347,16 @@ def test_serve_mcp_over_http_says_where_in_one_line_and_that_it_has_no_tools(
         rest = process.stderr.read()
     assert line.startswith(f"codeact: serving MCP on http://127.0.0.1:{port}/mcp with no tools")
     assert "Traceback" not in rest
+
+
+def test_make_says_what_it_is_doing_while_it_installs() -> None:
+    done = subprocess.run(
+        ["make", "-n", "-B", ".venv/.installed"],
+        cwd=TESTS.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("echo") and "installing" in first

@@ -180,6 +180,7 @@ def test_switching_to_lazy_discovery_is_logged_with_the_count_and_the_threshold(
 
     registry = ToolRegistry()
     runtime = Runtime(registry, executor=InProcessExecutor(), lazy_threshold=3)
+
     def step() -> int:
         return 1
 

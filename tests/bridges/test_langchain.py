@@ -116,3 +116,47 @@ def test_native_tools_sit_beside_run_code_in_both_mode(workshop: Workshop) -> No
     assert reply.content == "3"
     assert reply.tool_call_id == "n1"
     assert workshop.ids_of("add") == ["n1"]
+
+
+@pytest.mark.anyio
+async def test_many_threads_at_once_each_keep_their_own_names_and_close_leaves_no_worker(
+    workshop: Workshop, tools: list[Any]
+) -> None:
+    import os
+
+    import anyio
+
+    from tests.hosts import children_of
+
+    run = tools[0]
+    before = children_of(os.getpid())  # anything else's: not this runtime's to close
+
+    async def conversation(number: int, replies: dict[int, Any]) -> None:
+        first = {
+            "name": "run_code",
+            "args": {"code": f"secret = {number}"},
+            "id": f"s{number}",
+            "type": "tool_call",
+        }
+        await run.ainvoke(first, thread(f"user-{number}"))
+        again = {
+            "name": "run_code",
+            "args": {"code": "secret"},
+            "id": f"r{number}",
+            "type": "tool_call",
+        }
+        replies[number] = await run.ainvoke(again, thread(f"user-{number}"))
+
+    replies: dict[int, Any] = {}
+    with anyio.fail_after(240):
+        async with anyio.create_task_group() as group:
+            for number in range(8):
+                group.start_soon(conversation, number, replies)
+    for number, reply in replies.items():
+        assert reply.content == f"Result: {number}", reply.content
+    assert len(replies) == 8
+    assert children_of(os.getpid()) - before  # the conversations' workers, while it lasts
+    workshop.runtime.close()
+    with anyio.fail_after(60):
+        while children_of(os.getpid()) - before:
+            await anyio.sleep(0.05)
