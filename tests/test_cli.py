@@ -359,4 +359,5 @@ def test_make_says_what_it_is_doing_while_it_installs() -> None:
     )
     assert done.returncode == 0, done.stderr
     first = done.stdout.splitlines()[0]
-    assert first.startswith("echo") and "installing" in first
+    assert first.startswith("echo")
+    assert "installing" in first
