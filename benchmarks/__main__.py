@@ -10,6 +10,7 @@ from codeact._suite.compare import planned_tasks, run_suite
 
 from . import (
     advertisement,
+    bridges,
     channel,
     confinement,
     dispatch,
@@ -29,6 +30,7 @@ for module in (
     executor,
     channel,
     gather,
+    bridges,
     confinement,
     load,
     advertisement,

@@ -350,9 +350,11 @@ def test_serve_mcp_over_http_says_where_in_one_line_and_that_it_has_no_tools(
 
 
 def test_make_says_what_it_is_doing_while_it_installs() -> None:
+    outer = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")  # when the tests themselves run under make
     done = subprocess.run(
-        ["make", "-n", "-B", ".venv/.installed"],
+        ["make", "--no-print-directory", "-n", "-B", ".venv/.installed"],
         cwd=TESTS.parent,
+        env={key: value for key, value in os.environ.items() if key not in outer},
         capture_output=True,
         text=True,
         timeout=60,
