@@ -107,8 +107,14 @@ class CodeactExecutor(PythonExecutor):
         self._numbers = itertools.count(1)
         self._answers: list[Any] = []  # what final_answer was given in the current run
         self._prelude = ""
+        self._sent: tuple[tuple[str, int], ...] = ()
 
     def send_tools(self, tools: dict[str, Tool]) -> None:
+        """Bind the agent's tools; the same tools again (every run sends them) keep the
+        runtime, so a run that continues a conversation keeps the script's names."""
+        sent = tuple((name, id(found)) for name, found in tools.items())
+        if self._runtime is not None and sent == self._sent:
+            return
         registry = ToolRegistry()
         for name, found in tools.items():
             registry.register(self._bound(name, found))
@@ -117,6 +123,7 @@ class CodeactExecutor(PythonExecutor):
         self._runtime = Runtime(
             registry, mode=Mode.CODE, limits=self._limits, executor=self._executor
         )
+        self._sent = sent
 
     def send_variables(self, variables: dict[str, Any]) -> None:
         """Plain JSON variables become names of the next script; others are not sent."""

@@ -168,3 +168,13 @@ def test_plain_variables_the_agent_sends_are_names_in_its_script() -> None:
         assert agent.run("double", additional_args={"limit": 21}) == 42
     finally:
         agent.cleanup()
+
+
+def test_a_code_agent_that_continues_its_conversation_keeps_its_names() -> None:
+    model = ScriptedModel([code("kept = 7\nfinal_answer('set')"), code("final_answer(kept * 6)")])
+    agent = CodeAgent(tools=[], model=model, executor=smolagents.CodeactExecutor(), max_steps=2)
+    try:
+        assert agent.run("set") == "set"
+        assert agent.run("use", reset=False) == 42
+    finally:
+        agent.cleanup()
