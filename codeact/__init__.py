@@ -92,6 +92,7 @@ if TYPE_CHECKING:
         ToolResultRecorded,
         UserMessage,
     )
+    from ._stores import ConcurrentWriter, EventStore, SqliteStore
     from ._strict import to_strict
     from ._suite.real import Cassette, CassetteMismatch, CassetteModel
     from ._tool import Tool, tool
@@ -150,6 +151,9 @@ _EXPORTS: dict[str, str] = {
     "JsonValue": "._json",
     "thaw": "._json",
     "JsonlStore": "._session",
+    "SqliteStore": "._stores",
+    "EventStore": "._stores",
+    "ConcurrentWriter": "._stores",
     "Limits": "._sandbox",
     "Mode": "._modes",
     "OpenAIChatModel": "._http_models",
@@ -237,6 +241,7 @@ __all__ = [
     "CodeActError",
     "Comparison",
     "ComparisonTask",
+    "ConcurrentWriter",
     "ConfinementReport",
     "ContentBlock",
     "Context",
@@ -246,6 +251,7 @@ __all__ = [
     "Disposer",
     "ErrorCode",
     "ErrorRecorded",
+    "EventStore",
     "Executor",
     "FinalAnswer",
     "FrozenJson",
@@ -279,6 +285,7 @@ __all__ = [
     "ScriptOutput",
     "ScriptedModel",
     "Session",
+    "SqliteStore",
     "StepLimit",
     "TextBlock",
     "TokenBudgetExceeded",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from ._exceptions import UsageError
+from ._stores import EventStore
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -117,7 +118,9 @@ def event_from_json(line: str) -> Event:
     data = json.loads(line)
     cls = EVENT_TYPES[data["kind"]]
     names = {f.name for f in fields(cls)}
-    event: Event = cls(**{k: v for k, v in data.items() if k in names})
+    # JSON has lists where events hold tuples (a result's images): read back as they were
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+    event: Event = cls(**given)
     return event
 
 
@@ -142,6 +145,11 @@ class JsonlStore:
         self.path = Path(path)
         self.fsync = fsync
         self.dropped_torn_line = False
+
+    @property
+    def name(self) -> str:
+        """The session's name: the file's, without its suffix."""
+        return self.path.stem
 
     def load(self) -> list[Event]:
         if not self.path.exists():
@@ -179,7 +187,7 @@ class JsonlStore:
 class Session:
     """The append-only event log of one conversation, optionally persisted."""
 
-    store: JsonlStore | None = None
+    store: EventStore | None = None
     events: list[Event] = field(default_factory=list)
     listeners: list[Callable[[Event], None]] = field(default_factory=list)
     # names the conversation in traces (gen_ai.conversation.id): the store's file name, or
@@ -191,7 +199,7 @@ class Session:
         are loaded (sequence numbers go on from the last), or, if different events were
         given as well, refused."""
         if not self.id:
-            self.id = self.store.path.stem if self.store is not None else uuid.uuid4().hex
+            self.id = self.store.name if self.store is not None else uuid.uuid4().hex
         if self.store is None:
             return
         stored = self.store.load()
@@ -201,12 +209,13 @@ class Session:
             self.events = stored
         elif self.events != stored:
             raise UsageError(
-                f"{self.store.path} already holds {len(stored)} events that differ from the "
-                "events given; resume it with Session.resume(store), or use another file"
+                f"the store of session {self.store.name!r} already holds {len(stored)} events "
+                "that differ from the events given; resume it with Session.resume(store), "
+                "or use another store"
             )
 
     @classmethod
-    def resume(cls, store: JsonlStore) -> Session:
+    def resume(cls, store: EventStore) -> Session:
         """A session continued from its store."""
         return cls(store=store)
 

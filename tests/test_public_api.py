@@ -120,6 +120,9 @@ PUBLIC = {
     "sessions": [
         "Session",
         "JsonlStore",
+        "SqliteStore",
+        "EventStore",
+        "ConcurrentWriter",
         "CorruptLog",
         "UserMessage",
         "AssistantMessage",

@@ -1,0 +1,136 @@
+"""Where a session's events live: one small interface, a JSONL file or a SQLite database.
+
+A store holds one session's events in order. ``load`` returns them all; ``append`` makes
+one durable before it returns. A server gives each conversation a store of its own over
+one SQLite file that any number of processes share.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ._session import Event
+
+BUSY_SECONDS = 30.0  # how long a writer waits for another process's transaction
+
+
+class EventStore(Protocol):
+    """What a session needs of its storage."""
+
+    @property
+    def name(self) -> str:
+        """The session's name (its id in traces)."""
+        ...
+
+    def load(self) -> list[Event]: ...
+
+    def append(self, event: Event) -> None: ...
+
+
+class ConcurrentWriter(RuntimeError):
+    """Another writer recorded an event at this sequence number first: two hosts are
+    continuing one session, and this one's view of it is stale."""
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID
+"""
+
+
+class SqliteStore:
+    """One session's events in a SQLite file that many sessions and processes share.
+
+    Each append is a transaction of its own, committed to the write-ahead log with
+    ``synchronous=FULL``: a crash of this process or of the machine loses no event that
+    was appended and leaves none half-written. Sequence numbers are the key, so two
+    writers cannot both record the same one: the second gets ``ConcurrentWriter``.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], session: str, *, busy_seconds: float = BUSY_SECONDS
+    ) -> None:
+        if not session:
+            raise ValueError("a SqliteStore needs a session name")
+        self.path = Path(path)
+        self.session = session
+        self._busy_seconds = busy_seconds
+        self._lock = threading.Lock()  # one connection, used from whichever thread appends
+        self._connection: sqlite3.Connection | None = None
+
+    @property
+    def name(self) -> str:
+        return self.session
+
+    def load(self) -> list[Event]:
+        from ._session import event_from_json
+
+        with self._lock:
+            rows = self._connect().execute(
+                "SELECT body FROM events WHERE session = ? ORDER BY seq", (self.session,)
+            )
+            return [event_from_json(body) for (body,) in rows]
+
+    def append(self, event: Event) -> None:
+        from ._session import event_to_json
+
+        with self._lock:
+            connection = self._connect()
+            try:
+                with connection:  # one transaction, committed (or rolled back) here
+                    connection.execute(
+                        "INSERT INTO events (session, seq, body) VALUES (?, ?, ?)",
+                        (self.session, event.seq, event_to_json(event)),
+                    )
+            except sqlite3.IntegrityError:
+                raise ConcurrentWriter(
+                    f"session {self.session!r} already has an event {event.seq} in "
+                    f"{self.path}: another writer is continuing it"
+                ) from None
+
+    def sessions(self) -> list[str]:
+        """Every session the file holds, by name."""
+        with self._lock:
+            rows = self._connect().execute("SELECT DISTINCT session FROM events ORDER BY session")
+            return [name for (name,) in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            connection = sqlite3.connect(
+                self.path, timeout=self._busy_seconds, check_same_thread=False
+            )
+            connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+            connection.execute("PRAGMA synchronous=FULL")  # a commit survives power loss
+            with connection:
+                connection.execute(_SCHEMA)
+            self._connection = connection
+        return self._connection
+
+    def __del__(self) -> None:
+        connection, self._connection = getattr(self, "_connection", None), None
+        if connection is not None:
+            connection.close()
+
+
+__all__ = ["BUSY_SECONDS", "ConcurrentWriter", "EventStore", "SqliteStore"]
