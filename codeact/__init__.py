@@ -92,7 +92,7 @@ if TYPE_CHECKING:
         ToolResultRecorded,
         UserMessage,
     )
-    from ._stores import ConcurrentWriter, EventStore, SqliteStore
+    from ._stores import ConcurrentWriter, EventStore, PostgresStore, SqliteStore
     from ._strict import to_strict
     from ._suite.real import Cassette, CassetteMismatch, CassetteModel
     from ._tool import Tool, tool
@@ -152,6 +152,7 @@ _EXPORTS: dict[str, str] = {
     "thaw": "._json",
     "JsonlStore": "._session",
     "SqliteStore": "._stores",
+    "PostgresStore": "._stores",
     "EventStore": "._stores",
     "ConcurrentWriter": "._stores",
     "Limits": "._sandbox",
@@ -273,6 +274,7 @@ __all__ = [
     "OpenAIChatModel",
     "Owner",
     "Policy",
+    "PostgresStore",
     "ProcessExecutor",
     "ResourceBlock",
     "ResourceLinkBlock",

@@ -1,4 +1,4 @@
-"""Where a session's events live: one small interface, a JSONL file or a SQLite database.
+"""Where a session's events live: one small interface; a JSONL file, SQLite or PostgreSQL.
 
 A store holds one session's events in order. ``load`` returns them all; ``append`` makes
 one durable before it returns. A server gives each conversation a store of its own over
@@ -11,7 +11,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 if TYPE_CHECKING:
     from ._session import Event
@@ -47,7 +47,41 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-class SqliteStore:
+class _Connected:
+    """A store over one database connection: opened on first use, used by one thread at
+    a time, closed by ``close``, by leaving ``with``, or when the store is collected."""
+
+    _connection: Any = None
+
+    def __init__(self, session: str) -> None:
+        if not session:
+            raise ValueError(f"a {type(self).__name__} needs a session name")
+        self.session = session
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.session
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        connection, self._connection = getattr(self, "_connection", None), None
+        if connection is not None:
+            connection.close()
+
+
+class SqliteStore(_Connected):
     """One session's events in a SQLite file that many sessions and processes share.
 
     Each append is a transaction of its own, committed to the write-ahead log with
@@ -59,17 +93,9 @@ class SqliteStore:
     def __init__(
         self, path: str | os.PathLike[str], session: str, *, busy_seconds: float = BUSY_SECONDS
     ) -> None:
-        if not session:
-            raise ValueError("a SqliteStore needs a session name")
         self.path = Path(path)
-        self.session = session
         self._busy_seconds = busy_seconds
-        self._lock = threading.Lock()  # one connection, used from whichever thread appends
-        self._connection: sqlite3.Connection | None = None
-
-    @property
-    def name(self) -> str:
-        return self.session
+        super().__init__(session)
 
     def load(self) -> list[Event]:
         from ._session import event_from_json
@@ -103,18 +129,6 @@ class SqliteStore:
             rows = self._connect().execute("SELECT DISTINCT session FROM events ORDER BY session")
             return [name for (name,) in rows]
 
-    def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
             connection = sqlite3.connect(
@@ -125,12 +139,84 @@ class SqliteStore:
             with connection:
                 connection.execute(_SCHEMA)
             self._connection = connection
+        return cast(sqlite3.Connection, self._connection)
+
+
+_PG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS codeact_events (
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session, seq)
+)
+"""
+
+
+class PostgresStore(_Connected):
+    """One session's events in PostgreSQL, for several hosts sharing sessions.
+
+    ``conninfo`` is a libpq connection string or URL. Each append is a committed
+    transaction; the (session, seq) key refuses a second writer of the same event
+    (``ConcurrentWriter``), as SQLite's does. Needs ``pip install 'codeact[postgres]'``.
+    """
+
+    def __init__(self, conninfo: str, session: str) -> None:
+        self.conninfo = conninfo
+        super().__init__(session)
+
+    def load(self) -> list[Event]:
+        from ._session import event_from_json
+
+        with self._lock:
+            connection = self._connect()
+            with connection.transaction():
+                rows = connection.execute(
+                    "SELECT body FROM codeact_events WHERE session = %s ORDER BY seq",
+                    (self.session,),
+                ).fetchall()
+            return [event_from_json(body) for (body,) in rows]
+
+    def append(self, event: Event) -> None:
+        import psycopg
+
+        from ._session import event_to_json
+
+        with self._lock:
+            connection = self._connect()
+            try:
+                with connection.transaction():
+                    connection.execute(
+                        "INSERT INTO codeact_events (session, seq, body) VALUES (%s, %s, %s)",
+                        (self.session, event.seq, event_to_json(event)),
+                    )
+            except psycopg.errors.UniqueViolation:
+                raise ConcurrentWriter(
+                    f"session {self.session!r} already has an event {event.seq}: "
+                    "another writer is continuing it"
+                ) from None
+
+    def sessions(self) -> list[str]:
+        """Every session the database holds, by name."""
+        with self._lock:
+            connection = self._connect()
+            with connection.transaction():
+                rows = connection.execute(
+                    "SELECT DISTINCT session FROM codeact_events ORDER BY session"
+                ).fetchall()
+            return [name for (name,) in rows]
+
+    def _connect(self) -> Any:
+        if self._connection is None or self._connection.closed:
+            import psycopg
+
+            connection = psycopg.connect(self.conninfo, autocommit=True)
+            try:
+                with connection.transaction():
+                    connection.execute(_PG_SCHEMA)
+            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+                pass  # another process created it at the same moment
+            self._connection = connection
         return self._connection
 
-    def __del__(self) -> None:
-        connection, self._connection = getattr(self, "_connection", None), None
-        if connection is not None:
-            connection.close()
 
-
-__all__ = ["BUSY_SECONDS", "ConcurrentWriter", "EventStore", "SqliteStore"]
+__all__ = ["BUSY_SECONDS", "ConcurrentWriter", "EventStore", "PostgresStore", "SqliteStore"]

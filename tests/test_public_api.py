@@ -121,6 +121,7 @@ PUBLIC = {
         "Session",
         "JsonlStore",
         "SqliteStore",
+        "PostgresStore",
         "EventStore",
         "ConcurrentWriter",
         "CorruptLog",

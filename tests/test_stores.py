@@ -7,7 +7,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from codeact import (
     EventStore,
     JsonlStore,
     ModelExchange,
+    PostgresStore,
     Session,
     SqliteStore,
     ToolCallRecorded,
@@ -28,15 +30,45 @@ from codeact import (
     UserMessage,
 )
 from tests.hosts import REPO
+from tests.postgres_server import fresh_database, running_server
 
 MakeStore = Callable[[str], EventStore]
 
 
-@pytest.fixture(params=["jsonl", "sqlite"])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A real PostgreSQL server for this test run (skipped, saying why, where none can be had)."""
+    try:
+        with running_server() as conninfo:
+            yield conninfo
+    except LookupError as reason:
+        pytest.skip(str(reason))
+
+
+@pytest.fixture
+def database(request: pytest.FixtureRequest, postgres: str) -> str:
+    """An empty database of this test's own."""
+    return fresh_database(postgres, f"t{uuid.uuid4().hex[:16]}")
+
+
+@pytest.fixture(params=["jsonl", "sqlite", "postgres"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStore]:
     if request.param == "jsonl":
-        return lambda name: JsonlStore(tmp_path / f"{name}.jsonl")
-    return lambda name: SqliteStore(tmp_path / "sessions.db", name)
+        yield lambda name: JsonlStore(tmp_path / f"{name}.jsonl")
+        return
+    if request.param == "sqlite":
+        yield lambda name: SqliteStore(tmp_path / "sessions.db", name)
+        return
+    conninfo = request.getfixturevalue("database")
+    opened: list[PostgresStore] = []
+
+    def make(name: str) -> EventStore:
+        opened.append(PostgresStore(conninfo, name))
+        return opened[-1]
+
+    yield make
+    for store in opened:
+        store.close()
 
 
 def every_kind() -> list[object]:
@@ -85,64 +117,77 @@ def test_a_store_with_other_events_is_never_appended_over(make_store: MakeStore)
         Session(store=make_store("alice"), events=[UserMessage(text="different", seq=1)])
 
 
-def test_two_writers_of_one_sqlite_session_cannot_both_record_an_event(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.db"
-    one = Session(store=SqliteStore(path, "shared"))
-    two = Session(store=SqliteStore(path, "shared"))  # both start from the same (empty) log
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """A store several processes share: (kind, SQLite path or PostgreSQL conninfo)."""
+    if request.param == "sqlite":
+        return "sqlite", str(tmp_path / "sessions.db")
+    return "postgres", request.getfixturevalue("database")
+
+
+def open_store(kind: str, where: str, name: str) -> SqliteStore | PostgresStore:
+    return SqliteStore(where, name) if kind == "sqlite" else PostgresStore(where, name)
+
+
+def test_two_writers_of_one_session_cannot_both_record_an_event(shared: tuple[str, str]) -> None:
+    one = Session(store=open_store(*shared, "shared"))
+    two = Session(store=open_store(*shared, "shared"))  # both start from the same (empty) log
     one.append(UserMessage(text="first"))
     with pytest.raises(ConcurrentWriter, match="another writer"):
         two.append(UserMessage(text="stale"))
-    assert [e.text for e in SqliteStore(path, "shared").load()] == ["first"]  # type: ignore[union-attr]
+    assert [e.text for e in open_store(*shared, "shared").load()] == ["first"]  # type: ignore[union-attr]
 
 
 WRITER = """
 import sys
-from codeact import Session, SqliteStore, UserMessage
-path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-session = Session(store=SqliteStore(path, name))
+from codeact import PostgresStore, Session, SqliteStore, UserMessage
+kind, where, name, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+store = SqliteStore(where, name) if kind == "sqlite" else PostgresStore(where, name)
+session = Session(store=store)
 for number in range(count):
     session.append(UserMessage(text=f"{name} {number}"))
     print(number, flush=True)
 """
 
 
-def writer(path: Path, name: str, count: int) -> subprocess.Popen[str]:
+def writer(kind: str, where: str, name: str, count: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), name, str(count)],
+        [sys.executable, "-c", WRITER, kind, where, name, str(count)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
 
 
-def test_many_processes_write_their_sessions_into_one_file_at_once(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.db"
+def test_many_processes_write_their_sessions_into_one_store_at_once(
+    shared: tuple[str, str],
+) -> None:
     names = [f"client-{number}" for number in range(8)]
-    processes = [writer(path, name, 150) for name in names]
+    processes = [writer(*shared, name, 150) for name in names]
     for process in processes:
         assert process.wait(timeout=300) == 0
         assert process.stdout is not None
         process.stdout.close()
-    store = SqliteStore(path, "any")
-    assert store.sessions() == sorted(names)
+    assert open_store(*shared, "any").sessions() == sorted(names)
     for name in names:
-        events = SqliteStore(path, name).load()
+        events = open_store(*shared, name).load()
         assert [e.text for e in events] == [f"{name} {n}" for n in range(150)]  # type: ignore[union-attr]
         assert [e.seq for e in events] == list(range(1, 151))
 
 
-def test_a_writer_killed_mid_stream_loses_no_event_it_had_appended(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.db"
-    process = writer(path, "doomed", 1_000_000)
+def test_a_writer_killed_mid_stream_loses_no_event_it_had_appended(
+    shared: tuple[str, str],
+) -> None:
+    process = writer(*shared, "doomed", 1_000_000)
     assert process.stdout is not None
     with process.stdout:
         for _ in range(300):  # each line is printed after its event was committed
             appended = int(process.stdout.readline())
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
-    events = SqliteStore(path, "doomed").load()
+    events = open_store(*shared, "doomed").load()
     assert len(events) >= appended + 1
     assert [e.seq for e in events] == list(range(1, len(events) + 1))  # nothing torn, no gap
-    resumed = Session.resume(SqliteStore(path, "doomed"))
+    resumed = Session.resume(open_store(*shared, "doomed"))
     resumed.append(UserMessage(text="after the kill"))
-    assert SqliteStore(path, "doomed").load()[-1].seq == len(events) + 1
+    assert open_store(*shared, "doomed").load()[-1].seq == len(events) + 1
