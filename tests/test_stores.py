@@ -35,9 +35,10 @@ from tests.postgres_server import fresh_database, running_server
 MakeStore = Callable[[str], EventStore]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def postgres() -> Iterator[str]:
-    """A real PostgreSQL server for this test run (skipped, saying why, where none can be had)."""
+    """A real PostgreSQL server for this module's tests (skipped, saying why, where none
+    can be had); gone when they are, so later tests see no process of it."""
     try:
         with running_server() as conninfo:
             yield conninfo
