@@ -136,9 +136,20 @@ def bad_outcome(channel: HostileChannel, run: int) -> None:
     hang()
 
 
+def bad_cause(channel: HostileChannel, run: int) -> None:
+    error = {"code": "CODE_RUNTIME_ERROR", "message": "m", "kind": "", "cause": ["not text"]}
+    channel.line(done(run, error=error))
+    hang()
+
+
 def huge_error(channel: HostileChannel, run: int) -> None:
-    """Live on, but claim a 15 MB error and calls that never happened."""
-    error = {"code": "CODE_RUNTIME_ERROR", "message": "E" * 15_000_000, "kind": "X" * 100_000}
+    """Live on, but claim a 15 MB error (and cause) and calls that never happened."""
+    error = {
+        "code": "CODE_RUNTIME_ERROR",
+        "message": "E" * 15_000_000,
+        "kind": "X" * 100_000,
+        "cause": "C" * 15_000_000,
+    }
     claimed = [{"name": "add", "ok": True, "code": None}] * 50
     channel.line(done(run, error=error, tool_calls=claimed, output="o" * 5_000_000))
 
@@ -169,6 +180,7 @@ BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
         too_many_calls,
         never_reads,
         wrong_code,
+        bad_cause,
         bad_outcome,
         huge_error,
         hides_calls,

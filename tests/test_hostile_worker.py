@@ -42,6 +42,7 @@ ENDINGS = {
     "too_many_calls": ("CODE_RESOURCE_LIMIT", "more than 100 tool calls"),
     "wrong_code": ("CODE_RUNTIME_ERROR", "an unknown error code"),
     "bad_outcome": ("CODE_RUNTIME_ERROR", "an outcome of the wrong shape"),
+    "bad_cause": ("CODE_RUNTIME_ERROR", "an outcome of the wrong shape"),
 }
 dispatched: list[str] = []
 
@@ -146,6 +147,8 @@ async def test_what_a_worker_claims_is_bounded_and_its_calls_are_the_hosts_recor
         assert outcome.error.code == "CODE_RUNTIME_ERROR"
         assert len(outcome.error.message) < 4_100  # 15 MB claimed
         assert len(outcome.error.kind) < 1_100
+        assert outcome.error.cause is not None
+        assert len(outcome.error.cause) < 4_100  # 15 MB claimed
         assert len(outcome.output) <= LIMITS.max_output_chars + 300  # 5 MB claimed
         assert outcome.tool_calls == ()  # 50 claimed, none made
         hidden = await run(executor, "#hostile: hides_calls")
