@@ -286,15 +286,6 @@ class Agent:
                 )
             )
 
-    def _past_budget(self, error: ModelError, attempt: int, elapsed: float, delay: float) -> bool:
-        """A wait the provider asked for that the retry budget cannot give: not retried."""
-        return (
-            error.retryable
-            and error.retry_after is not None
-            and attempt < self.retry.attempts
-            and elapsed + delay > self.retry.total_seconds
-        )
-
     async def _ask(self) -> ModelReply:
         started = anyio.current_time()
         attempt = 0
@@ -310,12 +301,11 @@ class Agent:
                     continue
                 elapsed = anyio.current_time() - started
                 delay = self.retry.delay(attempt, error)
-                if (
-                    not error.retryable
-                    or attempt >= self.retry.attempts
-                    or elapsed + delay > self.retry.total_seconds
-                ):
-                    if self._past_budget(error, attempt, elapsed, delay):
+                attempts_left = attempt < self.retry.attempts
+                over_budget = elapsed + delay > self.retry.total_seconds
+                if not error.retryable or not attempts_left or over_budget:
+                    if error.retryable and attempts_left and error.retry_after is not None:
+                        # the wait the provider asked for is what the budget cannot give
                         error = _beyond_budget(error, elapsed, self.retry.total_seconds)
                     self.session.append(
                         ErrorRecorded(message=error.message, retryable=error.retryable)

@@ -28,6 +28,7 @@ from smolagents.local_python_executor import CodeOutput, PythonExecutor
 from .._call import ToolCall
 from .._code_mode import RUN_CODE
 from .._exceptions import ToolError
+from .._json import thaw
 from .._modes import Mode, Runtime
 from .._registry import ToolRegistry
 from .._results import ImageBlock, ToolExecutionResult
@@ -149,7 +150,7 @@ class CodeactExecutor(PythonExecutor):
         if result.is_error:
             raise RuntimeError(result.text)  # the agent shows the model this message
         assert isinstance(value, Mapping)
-        return CodeOutput(output=_thawed(value.get("result")), logs=logs, is_final_answer=False)
+        return CodeOutput(output=thaw(value.get("result")), logs=logs, is_final_answer=False)
 
     def cleanup(self) -> None:
         if self._runtime is not None:
@@ -197,12 +198,6 @@ def _plain(value: Any) -> Any:
         save(buffer, format="PNG")
         return ImageBlock(data=base64.b64encode(buffer.getvalue()).decode(), mime_type="image/png")
     return value
-
-
-def _thawed(value: Any) -> Any:
-    from .._json import thaw
-
-    return thaw(value)
 
 
 __all__ = ["CodeactExecutor", "RunCodeTool", "tools"]
