@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 from ._abort import AbortSignal
 from ._call import ToolCall
 from ._dispatch import current_invocation, execute_now, runs_now
+from ._durable import Durable
+from ._durable_run import Surroundings, known_names, run_durably
 from ._events import EventRelay, PrintedLines
-from ._exceptions import ToolError
+from ._exceptions import ToolError, UsageError
 from ._executors import Executor, SyncToolCaller
 from ._json import FrozenJson, JsonValue, detach, dumps
 from ._media import render_value
@@ -137,6 +139,7 @@ def run_code_tool(
     limits: Limits | None = None,
     modules: frozenset[str] | None = None,
     precheck: bool = True,
+    durable: Durable | None = None,
 ) -> Tool:
     """The reserved ``run_code`` tool for ``registry``: register it in a child registry.
 
@@ -145,6 +148,9 @@ def run_code_tool(
 
     Calls made by the script go through ``registry.execute`` with the run_code call
     as their parent: the same validation, policy, hooks, timeouts and events.
+
+    ``durable``: every run is recorded in its session's log, so it can suspend for a
+    decision, survive a crash of its worker or host, and resume (``Runtime.resume``).
     """
     from stdlib_bindings._names import DEFAULT_MODULES
 
@@ -156,6 +162,8 @@ def run_code_tool(
     # An executor written before batches and in-thread calls keeps working: it is only
     # offered the callers its run() accepts.
     accepted = _keywords_of(runner.run)
+    if durable is not None and not {"tape", "call_tools"} <= accepted:
+        raise UsageError("durable runs need an executor that tapes them: a ProcessExecutor")
 
     bound: list[tuple[int, Mapping[str, tuple[str, ...]], ScriptNames]] = []
 
@@ -173,6 +181,8 @@ def run_code_tool(
         tools, named = tool_table()
         real = named.tool_name  # a script calls get_sum; the registry knows get-sum
         this_session = SCRIPT_SESSION.get() or session
+        if durable is not None and this_session not in names_by_session:
+            names_by_session[this_session] = known_names(durable, this_session)
         session_names = names_by_session.setdefault(this_session, set())
         if precheck:
             findings = check_script(code, tools, known=session_names)
@@ -214,6 +224,20 @@ def run_code_tool(
             else None
         )
         try:
+            if durable is not None:
+                around = Surroundings(
+                    registry=registry,
+                    parent=parent or RUN_CODE,
+                    runner=runner,
+                    tools=tools,
+                    real=real,
+                    limits=limits,
+                    abort=abort,
+                    traced=traced,
+                    on_output=printed,
+                )
+                outcome = await run_durably(durable, this_session, code, parent or RUN_CODE, around)
+                return _script_result(outcome, session_names, code)
             offered: dict[str, Any] = {
                 "call_tools": call_tools,
                 "call_tool_now": call_tool_now,
@@ -230,14 +254,7 @@ def run_code_tool(
             abort.abort("the script ended")
             if printed is not None:
                 printed.flush()
-        session_names.update(script_names(code))
-        if outcome.error is not None:
-            raise ToolError(render_failure(outcome), outcome.error.code)
-        return {
-            "result": outcome.value,
-            "output": outcome.output,
-            "tool_calls": [{"name": c.name, "ok": c.ok} for c in outcome.tool_calls],
-        }
+        return _script_result(outcome, session_names, code)
 
     return Tool(
         name=RUN_CODE,
@@ -258,6 +275,18 @@ def run_code_tool(
         # a script may call any tool: nothing is promised about what it touches
         annotations={"title": "Run Python code", "readOnlyHint": False, "openWorldHint": True},
     )
+
+
+def _script_result(outcome: ScriptOutcome, session_names: set[str], code: str) -> dict[str, Any]:
+    """run_code's value: the script's result, output and calls; a failure is raised."""
+    session_names.update(script_names(code))
+    if outcome.error is not None:
+        raise ToolError(render_failure(outcome), outcome.error.code)
+    return {
+        "result": outcome.value,
+        "output": outcome.output,
+        "tool_calls": [{"name": c.name, "ok": c.ok} for c in outcome.tool_calls],
+    }
 
 
 def _relay(registry: ToolRegistry) -> EventRelay | None:

@@ -340,6 +340,8 @@ def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, An
 
 async def _apply_policy(registry: ToolRegistry, invocation: Invocation) -> None:
     verdict = await registry.policy.decide(invocation)
+    if getattr(verdict, "later", False):  # deferred: a durable run suspends at this call
+        raise Rejection(ErrorCode.SUSPENDED, verdict.reason or "waits for approval")
     if not verdict.allowed:
         raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
 

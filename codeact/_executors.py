@@ -39,6 +39,17 @@ AsyncBatchCaller = Callable[
 ]
 
 
+class RunTape(Protocol):
+    """A durable run's clock and entropy readings: the recorded ones its worker serves
+    first (``replay``), and the fresh ones it reports (``received``) before each call's
+    answer and with its outcome. ``fresh``: the run starts from a clean session."""
+
+    replay: list[list[JsonValue]]
+    fresh: bool
+
+    def received(self, reads: list[list[JsonValue]], diverged: str | None) -> None: ...
+
+
 class Executor(Protocol):
     """Runs scripts for sessions; a session's names persist until it is reset or closed."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -13,7 +13,9 @@ from ._background import BackgroundLoop, close_at_exit
 from ._call import ToolCall
 from ._code_mode import RUN_CODE, SCRIPT_SESSION, describe_run_code, run_code_tool
 from ._discovery import DESCRIBE, SEARCH_TOOLS, discovery_tools
-from ._exceptions import UsageError
+from ._durable import Durable, PendingCall, ReplayDiverged, close_store, recorded_runs
+from ._durable_run import RESUMING, Resume
+from ._exceptions import ErrorCode, UsageError
 from ._executors import Executor
 from ._json import JsonValue
 from ._process import ProcessExecutor
@@ -76,6 +78,7 @@ class Runtime:
         session: str = "default",
         lazy_threshold: int = DEFAULT_LAZY_THRESHOLD,
         lazy: str = "names",
+        durable: Durable | None = None,
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
 
@@ -90,15 +93,25 @@ class Runtime:
         self._scope = registry.child()
         self._discovery = discovery_tools(self.user_tools)
         self._discovery_disposers: list[Any] = []
+        self.durable = durable
         self.executor: Executor = executor or ProcessExecutor(
-            limits=self.limits, modules=self.modules
+            limits=self.limits,
+            modules=self.modules,
+            hash_seed=None if durable is None else durable.hash_seed,
         )
+        if durable is not None and getattr(self.executor, "hash_seed", None) != durable.hash_seed:
+            raise UsageError(
+                "a durable runtime's workers need the hash seed its runs record: give the "
+                f"executor hash_seed={durable.hash_seed}, or let the runtime make it"
+            )
+        self._session = session
         self._run_code = run_code_tool(
             self._scope,
             executor=self.executor,
             session=session,
             limits=self.limits,
             modules=self.modules,
+            durable=durable,
         )
         self._scope.register(self._run_code)
         self._loop: BackgroundLoop | None = None
@@ -212,6 +225,62 @@ class Runtime:
         finally:
             if token is not None:
                 SCRIPT_SESSION.reset(token)
+
+    # Durable runs -------------------------------------------------------------------------
+
+    def pending(self, session: str | None = None) -> list[PendingCall]:
+        """The calls ``session``'s unfinished run waits on (empty: none waits)."""
+        return self._durable().pending(session or self._session)
+
+    async def resume(
+        self,
+        session: str | None = None,
+        decisions: Mapping[str, bool] | None = None,
+        *,
+        abort: AbortSignal | None = None,
+    ) -> ToolExecutionResult:
+        """Go on with ``session``'s unfinished run (suspended, or cut short by a crash).
+
+        ``decisions`` approve (True) or deny (False) pending calls by id (``pending()``).
+        The run is replayed from its log in a clean worker, nothing recorded executes
+        again, and it continues live from where it stopped: its result is what run_code
+        returns. It may suspend again. A replay that meets a call other than its record's
+        raises ``ReplayDiverged`` naming that call, having executed nothing.
+        """
+        durable = self._durable()
+        name = session or self._session
+        log = durable.log(name)
+        try:
+            runs = recorded_runs(log.events)
+        finally:
+            close_store(log)
+        if not runs or runs[-1].ended is not None:
+            raise UsageError(f"session {name!r} has no unfinished run to resume")
+        run = runs[-1]
+        call = ToolCall(run.run, RUN_CODE, {"code": run.started.source})
+        session_token = SCRIPT_SESSION.set(name)
+        resume_token = RESUMING.set(Resume(decisions=dict(decisions or {})))
+        try:
+            result = await self._scope.execute(call, abort=abort)
+        finally:
+            RESUMING.reset(resume_token)
+            SCRIPT_SESSION.reset(session_token)
+        if result.is_error and result.error.code == ErrorCode.REPLAY_DIVERGED:
+            raise ReplayDiverged(result.error.message)
+        if result.is_error and result.error.code == ErrorCode.INVALID_ARGUMENTS:
+            raise UsageError(result.error.message)
+        return result
+
+    def resume_sync(
+        self, session: str | None = None, decisions: Mapping[str, bool] | None = None
+    ) -> ToolExecutionResult:
+        """``resume`` from synchronous code."""
+        return self._blocking().call(lambda: self.resume(session, decisions))
+
+    def _durable(self) -> Durable:
+        if self.durable is None:
+            raise UsageError("this runtime records no runs: give it durable=Durable(...)")
+        return self.durable
 
     async def close_session(self, session: str) -> None:
         """Forget a script session: its names, and its worker process if it has one."""

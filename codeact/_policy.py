@@ -6,6 +6,7 @@ the frozen arguments; the first rule that matches decides.
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -31,6 +32,22 @@ class Verdict:
 
     allowed: bool
     reason: str = ""
+    # the approver cannot answer now: a durable run suspends here until someone decides
+    later: bool = False
+
+
+class Later:
+    """What an approver returns to defer its decision (``LATER``)."""
+
+    def __repr__(self) -> str:
+        return "LATER"
+
+
+LATER = Later()
+# Decisions already made, by call id (a resumed run's): the approver is not asked again.
+DECIDED: contextvars.ContextVar[Mapping[str, bool]] = contextvars.ContextVar(
+    "codeact_decided", default={}
+)
 
 
 class Policy(Protocol):
@@ -39,7 +56,7 @@ class Policy(Protocol):
     async def decide(self, invocation: Invocation) -> Verdict: ...
 
 
-Approver = Callable[[Invocation], Awaitable[bool] | bool]
+Approver = Callable[[Invocation], Awaitable[bool | Later] | bool | Later]
 ArgumentPredicate = Callable[[Mapping[str, FrozenJson]], bool]
 
 
@@ -80,7 +97,8 @@ class RulePolicy:
     """First matching rule wins; ``default`` applies when none matches.
 
     ``ask`` needs an ``approver`` (sync or async); without one the call is denied,
-    never silently allowed.
+    never silently allowed. An approver that cannot answer now returns ``LATER``: a
+    durable run then suspends until ``resume`` brings the decision.
     """
 
     def __init__(
@@ -114,13 +132,22 @@ class RulePolicy:
         return None
 
     async def _ask(self, invocation: Invocation) -> Verdict:
-        if self.approver is None:
+        decided = DECIDED.get().get(invocation.call_id)
+        if decided is not None:
+            answer: bool | Later = decided
+        elif self.approver is None:
             return Verdict(
                 allowed=False, reason=f"{invocation.name!r} needs approval and no approver is set"
             )
-        answer = self.approver(invocation)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        else:
+            given = self.approver(invocation)
+            answer = await given if inspect.isawaitable(given) else given
+        if answer is LATER:
+            return Verdict(
+                allowed=False,
+                later=True,
+                reason=f"the call to {invocation.name!r} waits for approval",
+            )
         if answer:
             return Verdict(allowed=True)
         return Verdict(
@@ -132,8 +159,11 @@ ALLOW_ALL = RulePolicy()
 
 __all__ = [
     "ALLOW_ALL",
+    "DECIDED",
+    "LATER",
     "Action",
     "Approver",
+    "Later",
     "Policy",
     "Rule",
     "RulePolicy",

@@ -27,6 +27,8 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from stdlib_bindings._recorded import MAX_READINGS
+
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._exceptions import ErrorCode
 from ._executors import (
@@ -34,6 +36,7 @@ from ._executors import (
     AsyncBatchCaller,
     AsyncToolCaller,
     OutputListener,
+    RunTape,
     SessionGates,
     SyncToolCaller,
     bounded_batch_caller,
@@ -49,7 +52,14 @@ from ._template import ForkedProcess, WorkerTemplate
 from ._template import available as template_available
 from ._threads import SessionThread
 from ._worker_folders import FOLDER_PREFIX, new_folder, remove_folder, sweep_stale_folders
-from ._worker_messages import Forged, asked_calls, checked, host_outcome, printed_text
+from ._worker_messages import (
+    Forged,
+    asked_calls,
+    checked,
+    host_outcome,
+    printed_text,
+    readings,
+)
 
 WARM_WORKERS = 2
 MAX_SESSIONS = 64  # live sessions (so workers) per executor; idle ones make room, oldest first
@@ -95,6 +105,15 @@ class WorkerOptions:
     user: int | None = UNPRIVILEGED_ID
     prefix: tuple[str, ...] = ()
     module: str = "codeact._worker"
+    hash_seed: int | None = None
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What a worker inherits: the fixed environment, and the hash seed when set (a
+        durable run's set and dict orders must be the same wherever it is replayed)."""
+        if self.hash_seed is None:
+            return WORKER_ENVIRONMENT
+        return {**WORKER_ENVIRONMENT, "PYTHONHASHSEED": str(self.hash_seed)}
 
 
 class Worker:
@@ -143,7 +162,7 @@ class Worker:
                 command = [*prefix, sys.executable, "-m", options.module]
                 # Started from the loop's thread, as asyncio starts processes: the worker's
                 # parent-death signal fires when the thread that started it ends.
-                process = _spawn(command, workdir, WORKER_ENVIRONMENT)
+                process = _spawn(command, workdir, options.environment)
         except BaseException:  # cancelled or refused before there was a worker to kill
             remove_folder(workdir)
             raise
@@ -250,6 +269,7 @@ class Worker:
         call_tool_now: SyncToolCaller | None = None,
         threads: anyio.CapacityLimiter | None = None,
         on_output: OutputListener | None = None,
+        tape: RunTape | None = None,
     ) -> ScriptOutcome:
         """Run one script; tool calls are answered until the worker says it is done.
 
@@ -276,6 +296,7 @@ class Worker:
             ),
             deadline=time.monotonic() + limits.wall_seconds + KILL_GRACE_SECONDS,
             on_output=on_output,
+            tape=tape,
         )
         self._aborting = False
         try:
@@ -287,6 +308,8 @@ class Worker:
             }
             if on_output is not None:
                 run["stream_output"] = True
+            if tape is not None:
+                run["tape"] = {"replay": tape.replay, "fresh": tape.fresh}
             if not self._send_at_once(run):
                 await anyio.to_thread.run_sync(
                     self._send, run, serving.deadline, abandon_on_cancel=True
@@ -344,6 +367,7 @@ class Worker:
 
     def _outcome_of(self, message: dict[str, Any], serving: _Serving) -> ScriptOutcome:
         try:
+            serving.taped(message)
             return host_outcome(message, serving.records, serving.limits)
         except Forged as forged:
             raise self._refused(forged) from None
@@ -380,6 +404,7 @@ class Worker:
             if op == "done":
                 return self._outcome_of(message, serving)
             calls = asked_calls(message, op, serving.answers.bound)
+            serving.taped(message)
             message = None
             if len(records) + len(calls) > limits.max_tool_calls:  # the worker is not trusted
                 self._kill_now()
@@ -533,6 +558,16 @@ class _Serving:
     records: list[ToolCallRecord] = field(default_factory=list)
     on_output: OutputListener | None = None
     output_chars: int = 0
+    tape: RunTape | None = None
+    readings: int = 0
+
+    def taped(self, message: dict[str, Any]) -> None:
+        """Hand a durable run's fresh readings to its tape (bounded per run)."""
+        if self.tape is None:
+            return
+        reads, diverged = readings(message, MAX_READINGS - self.readings)
+        self.readings += len(reads)
+        self.tape.received(reads, diverged)
 
     def print(self, text: str) -> None:
         """Pass printed text on; more than the printing limit is a worker that ignores it
@@ -671,6 +706,7 @@ class ProcessExecutor:
         worker_prefix: Sequence[str] = (),
         template: bool = True,
         max_sessions: int = MAX_SESSIONS,
+        hash_seed: int | None = None,
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
 
@@ -687,7 +723,10 @@ class ProcessExecutor:
         self.warm = warm
         self.idle_seconds = idle_seconds
         self.options = WorkerOptions(
-            confinement=confinement, user=worker_user, prefix=tuple(worker_prefix)
+            confinement=confinement,
+            user=worker_user,
+            prefix=tuple(worker_prefix),
+            hash_seed=hash_seed,
         )
         self._spare: list[Worker] = []
         self._sessions: dict[str, Worker] = {}
@@ -729,14 +768,25 @@ class ProcessExecutor:
         call_tools: AsyncBatchCaller | None = None,
         call_tool_now: SyncToolCaller | None = None,
         on_output: OutputListener | None = None,
+        tape: RunTape | None = None,
     ) -> ScriptOutcome:
         # one run per session, in arrival order
         return await self._gates.run(
             session,
             lambda: self._run(
-                source, session, tools, call_tool, call_tools, call_tool_now, on_output
+                source, session, tools, call_tool, call_tools, call_tool_now, on_output, tape
             ),
         )
+
+    @property
+    def hash_seed(self) -> int | None:
+        """The hash seed workers start with (None: each its own, at random)."""
+        return self.options.hash_seed
+
+    def session_worker(self, session: str) -> int | None:
+        """The process id of the worker holding ``session``'s names, if one does."""
+        worker = self._sessions.get(session)
+        return None if worker is None or worker.dead else worker.pid
 
     async def _run(
         self,
@@ -747,9 +797,10 @@ class ProcessExecutor:
         call_tools: AsyncBatchCaller | None,
         call_tool_now: SyncToolCaller | None,
         on_output: OutputListener | None = None,
+        tape: RunTape | None = None,
     ) -> ScriptOutcome:
         why = self._evicted.pop(session, None)
-        if why is not None:
+        if why is not None and not (tape is not None and tape.fresh):  # a replay rebuilds them
             return _failed(
                 ErrorCode.CODE_RESOURCE_LIMIT,
                 f"this session was closed ({why}) and its names are gone; nothing of this "
@@ -773,6 +824,7 @@ class ProcessExecutor:
                     call_tool_now,
                     self._threads,
                     on_output=on_output,
+                    tape=tape,
                 )
             finally:
                 if worker.dead and self._sessions.get(session) is worker:
@@ -965,7 +1017,7 @@ class ProcessExecutor:
             command = [sys.executable, "-m", "codeact._template", self.options.module]
             try:
                 # spawned from the loop's thread, as workers are (parent-death signal)
-                self._template = WorkerTemplate.spawn(command, WORKER_ENVIRONMENT)
+                self._template = WorkerTemplate.spawn(command, self.options.environment)
             except OSError:
                 self.use_template = False
                 return None

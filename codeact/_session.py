@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from ._exceptions import UsageError
+from ._run_events import RUN_EVENT_TYPES, RunEvent
 from ._stores import EventStore
 
 
@@ -98,6 +99,7 @@ Event: TypeAlias = (
     | ModelExchange
     | ErrorRecorded
     | AbortRecorded
+    | RunEvent
 )
 EVENT_TYPES: dict[str, type[Any]] = {
     "user_message": UserMessage,
@@ -107,6 +109,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
     "model_exchange": ModelExchange,
     "error": ErrorRecorded,
     "abort": AbortRecorded,
+    **RUN_EVENT_TYPES,
 }
 
 

@@ -8,7 +8,8 @@ configuration or a secret. Protocol (one JSON object per line):
 
     host -> worker   {"op": "init", "limits": {...}, "modules": [...], "confinement": "...",
                       "user": 65534 | null, "workdir": "..."}
-                     {"op": "run", "run": N, "source": "...", "tools": {"name": ["param", ...]}}
+                     {"op": "run", "run": N, "source": "...", "tools": {"name": ["param", ...]},
+                      "tape": {"replay": [[kind, value], ...], "fresh": bool}}  (tape: durable)
                      {"op": "result", "ok": true, "value": ...} | {"ok": false, "code", "message"}
                      {"op": "results", "results": [...]}
                      {"op": "reset", "run": N} | {"op": "exit"}
@@ -17,6 +18,8 @@ configuration or a secret. Protocol (one JSON object per line):
                      {"op": "calls", "run": N, "calls": [{"name": ..., "arguments": {...}}, ...]}
                      {"op": "output", "run": N, "text": "..."}
                      {"op": "done", "run": N, "outcome": {...}} | {"op": "reset_done", "run": N}
+                     (a durable run's call, calls and done also carry "reads": [[kind, value]]
+                      and, once a replayed reading differs, "diverged": "...")
 
 Every message of a run echoes the run's number N: the host refuses (and kills) a worker
 whose message belongs to another run, so no run can ever read another's answer.
@@ -31,6 +34,8 @@ import resource
 import signal
 from collections.abc import Callable, Mapping
 from typing import IO, Any
+
+from stdlib_bindings._recorded import TAPE
 
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
 from ._exceptions import ErrorCode, ToolError
@@ -154,8 +159,18 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
 
     current = {"run": 0}  # the number of the run being served, echoed in its messages
 
+    def taped(message: dict[str, Any]) -> dict[str, Any]:
+        """``message`` with the run's fresh clock and entropy readings, while it records."""
+        if TAPE.recording:
+            message["reads"] = TAPE.drain()
+            if TAPE.diverged is not None:
+                message["diverged"] = TAPE.diverged
+        return message
+
     def call_tool(name: str, arguments: dict[str, JsonValue]) -> JsonValue:
-        channel.send({"op": "call", "run": current["run"], "name": name, "arguments": arguments})
+        channel.send(
+            taped({"op": "call", "run": current["run"], "name": name, "arguments": arguments})
+        )
         answer = channel.receive()
         if answer.get("ok"):
             value: JsonValue = answer.get("value")
@@ -164,7 +179,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
 
     def call_tools(batch: list[tuple[str, dict[str, JsonValue]]]) -> list[Any]:
         calls = [{"name": name, "arguments": arguments} for name, arguments in batch]
-        channel.send({"op": "calls", "run": current["run"], "calls": calls})
+        channel.send(taped({"op": "calls", "run": current["run"], "calls": calls}))
         answer = channel.receive()
         results = answer.get("results")
         if answer.get("op") != "results" or type(results) is not list or len(results) != len(batch):
@@ -189,6 +204,13 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         if op == "run":
             current["run"] = message.get("run", 0)
             tools = {name: tuple(params) for name, params in message.get("tools", {}).items()}
+            tape = message.get("tape")
+            if isinstance(tape, dict):  # a durable run: readings served, then recorded
+                TAPE.start(list(tape.get("replay") or []))
+                if tape.get("fresh"):  # from a clean session, seeded inside the record
+                    sandbox.reset()
+            else:
+                TAPE.stop()
             outcome = sandbox.run(
                 message["source"],
                 tools=tools,
@@ -196,7 +218,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
                 call_tools=call_tools,
                 on_output=print_to_host if message.get("stream_output") else None,
             )
-            channel.send_encoded(_done(outcome, current["run"]))
+            channel.send_encoded(_done(outcome, current["run"], taped({})))
         elif op == "reset":
             sandbox.reset()
             channel.send({"op": "reset_done", "run": message.get("run", 0)})
@@ -216,16 +238,16 @@ def _confine(init: dict[str, Any]) -> ConfinementReport:
     return confine(workdir=init.get("workdir") or os.getcwd(), user=init.get("user"))
 
 
-def _done(outcome: ScriptOutcome, run: Any) -> bytes:
+def _done(outcome: ScriptOutcome, run: Any, extra: dict[str, Any]) -> bytes:
     """The run's last message, encoded once; an outcome too large for the channel becomes
     an error that says so."""
-    line = encoded({"op": "done", "run": run, "outcome": outcome_to_json(outcome)})
+    line = encoded({"op": "done", "run": run, "outcome": outcome_to_json(outcome), **extra})
     if len(line) <= MAX_OUTCOME_BYTES:
         return line
     message = f"the run's outcome is {len(line):,} bytes (limit {MAX_OUTCOME_BYTES:,})"
     error = ScriptError(code=ErrorCode.CODE_RESOURCE_LIMIT, message=message)
     bounded = ScriptOutcome(tool_calls=outcome.tool_calls, error=error)
-    return encoded({"op": "done", "run": run, "outcome": outcome_to_json(bounded)})
+    return encoded({"op": "done", "run": run, "outcome": outcome_to_json(bounded), **extra})
 
 
 def encoded(message: dict[str, Any]) -> bytes:

@@ -14,6 +14,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
+from stdlib_bindings._recorded import FLOAT_KINDS, INT_KINDS, MAX_ENTROPY_BYTES
+
 from ._exceptions import ErrorCode
 from ._json import JsonValue
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
@@ -76,6 +78,38 @@ def _asked(call: Any, bound: Collection[str]) -> tuple[str, dict[str, JsonValue]
     return name, arguments
 
 
+def readings(message: dict[str, Any], room: int) -> tuple[list[list[JsonValue]], str | None]:
+    """A durable run's fresh clock and entropy readings, and whether the worker saw its
+    replayed ones differ; at most ``room`` readings (the run's bound, less those it sent)."""
+    reads = message.get("reads", [])
+    if type(reads) is not list or len(reads) > room:  # the worker's tape is bounded too
+        raise Forged("readings that are not a bounded list")
+    for reading in reads:
+        if type(reading) is not list or len(reading) != 2:
+            raise Forged("a reading that is not a pair")
+        kind, value = reading
+        if not _reading_fits(kind, value):  # only the kinds the facades read, of their type
+            raise Forged("a reading of an unknown kind or the wrong type")
+    diverged = message.get("diverged")
+    if diverged is not None and type(diverged) is not str:
+        raise Forged("a divergence that is not text")
+    return reads, None if diverged is None else bounded(diverged, MAX_LINE_CHARS)
+
+
+def _reading_fits(kind: Any, value: Any) -> bool:
+    if kind in FLOAT_KINDS:
+        return type(value) is float or type(value) is int
+    if kind in INT_KINDS:
+        return type(value) is int
+    if kind == "entropy":
+        return (
+            type(value) is str
+            and len(value) <= 2 * MAX_ENTROPY_BYTES
+            and all(c in "0123456789abcdef" for c in value)
+        )
+    return False
+
+
 def printed_text(message: dict[str, Any]) -> str:
     text = message.get("text")
     if type(text) is not str:
@@ -125,4 +159,12 @@ def bounded(text: str, limit: int) -> str:
     return text[:limit] + f"... [{len(text) - limit:,} more characters]"
 
 
-__all__ = ["Forged", "asked_calls", "bounded", "checked", "host_outcome", "printed_text"]
+__all__ = [
+    "Forged",
+    "asked_calls",
+    "bounded",
+    "checked",
+    "host_outcome",
+    "printed_text",
+    "readings",
+]

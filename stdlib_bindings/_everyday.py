@@ -53,6 +53,7 @@ from codeact._sandbox._errors import LimitExceeded, SandboxStop
 from codeact._sandbox._guards import Builtin, Guards, ticking
 from codeact._sandbox._ownership import exact_arguments, register_base, register_readable
 
+from . import _recorded as recorded
 from ._facade import Facade, pick
 
 MAX_SEEK_GAP = 1_000_000
@@ -132,6 +133,8 @@ def _sleep(seconds: float) -> None:
         raise TypeError(f"'{type(seconds).__name__}' object cannot be interpreted as an integer")
     if seconds < 0:
         raise ValueError("sleep length must be non-negative")
+    if recorded.TAPE.replaying:  # the wait already happened, when the run was recorded
+        return
     end = time.monotonic() + seconds
     while True:
         left = end - time.monotonic()
@@ -403,7 +406,13 @@ def _bounded_bytes(function: Callable[..., Any]) -> Callable[..., Any]:
 def _randbits(k: int) -> int:
     if isinstance(k, int) and k > MAX_TOKEN_BYTES * 8:
         raise LimitExceeded("integer size", f"randbits({k:,}) asks for too many bits")
-    return secrets.randbits(k)
+    return recorded.ENTROPY.getrandbits(k)
+
+
+def _randbelow(exclusive_upper_bound: int) -> int:
+    if not isinstance(exclusive_upper_bound, int) or exclusive_upper_bound <= 0:
+        raise ValueError("Upper bound must be a positive integer.")
+    return recorded.ENTROPY.randrange(exclusive_upper_bound)
 
 
 def _check_layout(options: dict[str, Any], limit: int, *names: str) -> None:
@@ -542,22 +551,29 @@ def static_everyday_facades() -> dict[str, Facade]:
         "secrets": Facade(
             "secrets",
             {
-                **pick(secrets, "choice randbelow compare_digest"),
+                **pick(secrets, "compare_digest"),
+                # entropy through the tape: a replayed run draws what it drew before
+                "choice": recorded.ENTROPY.choice,
+                "randbelow": _randbelow,
                 "randbits": _randbits,
-                "token_bytes": _bounded_bytes(secrets.token_bytes),
-                "token_hex": _bounded_bytes(secrets.token_hex),
-                "token_urlsafe": _bounded_bytes(secrets.token_urlsafe),
+                "token_bytes": _bounded_bytes(recorded.token_bytes),
+                "token_hex": _bounded_bytes(recorded.token_hex),
+                "token_urlsafe": _bounded_bytes(recorded.token_urlsafe),
             },
         ),
         "time": Facade(
             "time",
             {
-                **pick(
-                    time,
-                    "time time_ns monotonic monotonic_ns perf_counter perf_counter_ns gmtime "
-                    "localtime mktime asctime ctime struct_time timezone altzone "
-                    "daylight tzname",
-                ),
+                **pick(time, "mktime struct_time timezone altzone daylight tzname"),
+                # the clock through the tape: a replayed run reads what it read before
+                **{
+                    kind: recorded.clock(kind, getattr(time, kind))
+                    for kind in sorted(recorded.FLOAT_KINDS | recorded.INT_KINDS)
+                },
+                "gmtime": recorded.gmtime,
+                "localtime": recorded.localtime,
+                "asctime": recorded.asctime,
+                "ctime": recorded.ctime,
                 "sleep": _sleep,
                 "strftime": _strftime,
                 # strptime caches each format for the process: exact strings only

@@ -65,6 +65,7 @@ from codeact._sandbox._ownership import (
 )
 
 from . import _copy as script_copy
+from . import _recorded as recorded
 from ._asyncio import asyncio_facade
 from ._everyday import Context, localcontext, session_everyday_facades, static_everyday_facades
 from ._facade import Facade, pick
@@ -84,7 +85,11 @@ class Counter(collections.Counter[Any]):
 
 
 class ScriptRandom(random.Random):
-    """``random.Random`` whose bit and byte requests are bounded."""
+    """``random.Random`` whose bit and byte requests are bounded, seeded (without a seed
+    given) from taped entropy, so a replayed run draws what it drew before."""
+
+    def seed(self, a: Any = None, version: int = 2) -> None:
+        super().seed(recorded.seed_value() if a is None else a, version)
 
     def getrandbits(self, k: int) -> int:
         if k > MAX_RANDOM_BITS:
@@ -393,8 +398,9 @@ def _static_facades() -> dict[str, Facade]:
             "uuid",
             pick(
                 uuid,
-                "uuid3 uuid4 uuid5 UUID NAMESPACE_DNS NAMESPACE_URL NAMESPACE_OID NAMESPACE_X500",
-            ),
+                "uuid3 uuid5 UUID NAMESPACE_DNS NAMESPACE_URL NAMESPACE_OID NAMESPACE_X500",
+            )
+            | {"uuid4": recorded.uuid4},  # taped entropy
         ),
         "difflib": Facade(
             "difflib",
@@ -460,6 +466,7 @@ def _register_readable_types() -> None:
         OpaqueType,
     )
     register_readable(ScriptFormatter, names=("format", "format_map", "vformat", "parse"))
+    recorded.register_clock_methods()
     # strptime caches each format it is given for the process
     register_host_method(
         datetime.datetime, "strptime", lambda method, guards: exact_arguments(method)

@@ -1,0 +1,410 @@
+"""Durable runs: a script that waits for a person, survives a crash, never repeats an effect.
+
+A script is deterministic given what reached it from outside: its tools' answers, and
+what the clock and entropy facades returned (its worker runs with a recorded hash seed,
+so set and dict orders match too). A durable runtime writes all of that in a session
+log, each call *before* its effect starts and its answer after. Resuming a run re-runs
+its source in a clean worker: the session's earlier runs first, then the run itself,
+with every recorded answer and reading served from the log (nothing executes again);
+past the record the run goes on live. A call that differs from the record at its
+position stops the replay and names itself: nothing is executed on a guess.
+
+What the log cannot settle becomes a question, never a silent repeat: a call an
+approver deferred (``LATER``), and a call that was in flight when the worker or host
+died, unless its tool is idempotent or read-only (it runs again, with the same
+idempotency key, so the system it changes can tell it is a repeat).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._call import ToolCall
+from ._dispatch import current_invocation
+from ._exceptions import CodeActError, ErrorCode
+from ._json import JsonValue, freeze, thaw
+from ._results import TextBlock, ToolExecutionResult, ToolExecutionSuccess, failure
+from ._run_events import (
+    RunDecided,
+    RunEnded,
+    RunStarted,
+    RunSuspended,
+    ScriptCallAnswered,
+    ScriptCallStarted,
+)
+from ._session import Session
+from ._stores import EventStore
+
+EFFECT_UNKNOWN = (
+    "the run was interrupted while this call ran, so whether it took effect is unknown, "
+    "and its tool is not idempotent: approve to run it again, or deny to tell the script it "
+    "failed"
+)
+
+
+class ReplayDiverged(CodeActError):
+    """Re-running a recorded run met a call (or a reading) other than its record's at the
+    same position: the script, a tool or the runtime changed. Nothing was executed."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingCall:
+    """A call a suspended run waits on: decide it by ``call_id`` in ``resume``."""
+
+    run: str
+    call_id: str
+    position: int
+    name: str
+    arguments: dict[str, JsonValue]
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DurableRun:
+    """The run a tool body belongs to, for its idempotency key."""
+
+    session: str
+    run: str
+
+
+RUN: contextvars.ContextVar[DurableRun | None] = contextvars.ContextVar(
+    "codeact_durable_run", default=None
+)
+
+
+def idempotency_key() -> str | None:
+    """The idempotency key of the script call whose tool body is running, else None.
+
+    It is ``session/run.position``: the same every time the call is attempted (a resume
+    after a crash hands it again), different for every other call. A tool that passes it
+    on to what it changes (an ``Idempotency-Key`` header, a unique column) makes a repeat
+    harmless; declare such a tool ``idempotentHint`` so a resume may repeat it.
+    """
+    run, invocation = RUN.get(), current_invocation()
+    if run is None or invocation is None or not invocation.call_id.startswith(f"{run.run}."):
+        return None
+    return f"{run.session}/{invocation.call_id}"
+
+
+class Durable:
+    """Where a runtime records its script runs: ``store(session)`` opens that session's
+    log (a ``JsonlStore``, ``SqliteStore`` or ``PostgresStore``).
+
+    ``hash_seed`` is the seed every worker's hash randomisation starts from; a run
+    records it, and resumes only on workers with the same one.
+    """
+
+    def __init__(self, store: Callable[[str], EventStore], *, hash_seed: int = 0) -> None:
+        self.store = store
+        self.hash_seed = hash_seed
+        self.warm: dict[str, int] = {}  # session -> the worker whose names match its log
+
+    def log(self, session: str) -> Session:
+        """The session's log, as the store has it now (another host may have written)."""
+        return Session(store=self.store(session))
+
+    def pending(self, session: str) -> list[PendingCall]:
+        """The calls the session's unfinished run waits on (none: nothing waits)."""
+        log = self.log(session)
+        try:
+            runs = recorded_runs(log.events)
+            return runs[-1].pending() if runs and runs[-1].ended is None else []
+        finally:
+            close_store(log)
+
+
+def close_store(log: Session) -> None:
+    close = getattr(log.store, "close", None)
+    if close is not None:
+        close()
+
+
+@dataclass
+class RecordedRun:
+    """One run as its log has it."""
+
+    started: RunStarted
+    calls: dict[int, ScriptCallStarted] = field(default_factory=dict)
+    answers: dict[int, ScriptCallAnswered] = field(default_factory=dict)
+    suspended: dict[int, RunSuspended] = field(default_factory=dict)
+    decisions: dict[int, RunDecided] = field(default_factory=dict)
+    ended: RunEnded | None = None
+
+    @property
+    def run(self) -> str:
+        return self.started.run
+
+    def readings(self) -> list[list[JsonValue]]:
+        """Every clock and entropy reading the run made, in the order it made them."""
+        taped: list[list[JsonValue]] = []
+        for position in sorted(self.calls):
+            taped.extend(json.loads(self.calls[position].reads))
+        if self.ended is not None:
+            taped.extend(json.loads(self.ended.reads))
+        return taped
+
+    def pending(self) -> list[PendingCall]:
+        """Calls with no answer: deferred ones, and ones whose effect a crash left unknown."""
+        return [
+            PendingCall(
+                run=self.run,
+                call_id=f"{self.run}.{position}",
+                position=position,
+                name=call.name,
+                arguments=json.loads(call.arguments),
+                reason=self.suspended[position].reason
+                if position in self.suspended
+                else "in flight when the run was interrupted",
+            )
+            for position, call in sorted(self.calls.items())
+            if position not in self.answers
+        ]
+
+
+def recorded_runs(events: Iterable[Any]) -> list[RecordedRun]:
+    runs: dict[str, RecordedRun] = {}
+    for event in events:
+        if isinstance(event, RunStarted):
+            runs[event.run] = RecordedRun(started=event)
+            continue
+        run = runs.get(getattr(event, "run", ""))
+        if run is None:
+            continue
+        if isinstance(event, ScriptCallStarted):
+            run.calls[event.position] = event
+        elif isinstance(event, ScriptCallAnswered):
+            run.answers[event.position] = event
+        elif isinstance(event, RunSuspended):
+            run.suspended[event.position] = event
+            run.decisions.pop(event.position, None)  # a decision answers one suspension
+        elif isinstance(event, RunDecided):
+            run.decisions[event.position] = event
+        elif isinstance(event, RunEnded):
+            run.ended = event
+    return list(runs.values())
+
+
+class Stop(Exception):
+    """Ends a durable run's execution from the host's side (its worker goes with it)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def answer_json(result: ToolExecutionResult) -> str:
+    """What the script received, as JSON text (the record's and the worker's form)."""
+    if result.is_error:
+        return json.dumps({"ok": False, "code": result.error.code, "message": result.error.message})
+    return json.dumps({"ok": True, "value": thaw(result.value)}, ensure_ascii=False)
+
+
+def result_of(call: ToolCall, answer: str) -> ToolExecutionResult:
+    recorded = json.loads(answer)
+    if not recorded.get("ok"):
+        return failure(call.id, call.name, recorded["code"], recorded["message"])
+    value = recorded.get("value")
+    return ToolExecutionSuccess(
+        call_id=call.id,
+        name=call.name,
+        value=freeze(value),
+        content=(TextBlock(text=json.dumps(value, ensure_ascii=False)),),
+    )
+
+
+Execute = Callable[[list[ToolCall]], Any]
+
+
+class RunRecorder:
+    """One execution of a recorded run: what the record has is served, the rest recorded.
+
+    ``live``: calls past the record run (the run being executed); otherwise the run is an
+    earlier one replayed to rebuild the session's names, and must stay inside its record.
+    It is also the run's tape (``replay``, ``fresh``, ``received``) for the worker.
+    """
+
+    def __init__(
+        self,
+        log: Session,
+        run: RecordedRun,
+        *,
+        session: str,
+        fresh: bool,
+        live: bool,
+        repeatable: Callable[[str], bool],
+    ) -> None:
+        self.log = log
+        self.record = run
+        self.session = session
+        self.fresh = fresh
+        self.live = live
+        self.replay = run.readings()
+        self._repeatable = repeatable
+        self._reads: list[list[JsonValue]] = []
+        self.stopped: Stop | None = None
+
+    # The worker's tape ------------------------------------------------------------------
+
+    def received(self, reads: list[list[JsonValue]], diverged: str | None) -> None:
+        if diverged is not None:
+            raise self._stop(ErrorCode.REPLAY_DIVERGED, f"the replay diverged at {diverged}")
+        self._reads.extend(reads)
+
+    def take_reads(self) -> str:
+        reads, self._reads = self._reads, []
+        return json.dumps(reads)
+
+    # Calls --------------------------------------------------------------------------------
+
+    def plan(self, position: int, call: ToolCall, script_name: str) -> ToolExecutionResult | bool:
+        """The recorded answer to the call at ``position``, or whether to run it live with
+        the person's approval (True) or as any new call (False)."""
+        if self.stopped is not None:  # a batch's later calls, after one stopped the run
+            raise self.stopped
+        recorded = self.record.calls.get(position)
+        if recorded is None:
+            return self._new(position, call, script_name)
+        if recorded.name != script_name or recorded.arguments != call.arguments:
+            raise self._stop(
+                ErrorCode.REPLAY_DIVERGED,
+                f"the replay diverged at call {call.id}: the record has "
+                f"{recorded.name}({_shown(recorded.arguments)}), the script called "
+                f"{script_name}({_shown(call.arguments)})",
+            )
+        if self._reads:  # it read the clock or entropy more often than the record has
+            raise self._stop(
+                ErrorCode.REPLAY_DIVERGED,
+                f"the replay diverged before call {call.id}: the script read the clock or "
+                "entropy more often than its record has",
+            )
+        answered = self.record.answers.get(position)
+        if answered is not None:
+            return result_of(call, answered.answer)
+        return self._settle(position, call)
+
+    def _new(self, position: int, call: ToolCall, script_name: str) -> bool:
+        if not self.live:
+            ended = self.record.ended
+            if ended is not None and ended.code == ErrorCode.ABORTED:
+                raise _Aborted  # the run was cancelled here: its later calls got ABORTED
+            raise self._stop(
+                ErrorCode.REPLAY_DIVERGED,
+                f"the replay diverged at call {call.id}: the record of run "
+                f"{self.record.run} ends before it (the script called {script_name})",
+            )
+        self.append(
+            ScriptCallStarted(
+                run=self.record.run,
+                position=position,
+                name=script_name,
+                arguments=call.arguments,
+                reads=self.take_reads(),
+            )
+        )
+        return False
+
+    def _settle(self, position: int, call: ToolCall) -> ToolExecutionResult | bool:
+        """A recorded call with no answer: deferred, or in flight at a crash."""
+        decision = self.record.decisions.get(position)
+        if decision is None:
+            if position not in self.record.suspended and self._repeatable(call.name):
+                return False  # idempotent: run again, with the same key
+            reason = self.record.suspended.get(position)
+            if reason is None:
+                self.append(
+                    RunSuspended(run=self.record.run, position=position, reason=EFFECT_UNKNOWN)
+                )
+            raise self._suspend(call, reason.reason if reason else EFFECT_UNKNOWN)
+        if decision.approved:
+            return True
+        declined = failure(
+            call.id, call.name, ErrorCode.POLICY_DENIED, "a person declined this call"
+        )
+        self.answered(position, declined)
+        return declined
+
+    def answered(self, position: int, result: ToolExecutionResult) -> None:
+        """Record what the script receives for the call at ``position``; a deferred call
+        suspends the run instead."""
+        if result.is_error and result.error.code == ErrorCode.SUSPENDED:
+            self.append(
+                RunSuspended(run=self.record.run, position=position, reason=result.error.message)
+            )
+            raise self._suspend(result, result.error.message)
+        if position not in self.record.answers:
+            self.append(
+                ScriptCallAnswered(
+                    run=self.record.run, position=position, answer=answer_json(result)
+                )
+            )
+
+    def append(self, event: Any) -> None:
+        if not self.live:
+            return
+        try:
+            self.log.append(event)
+        except Exception as error:  # the log refused: nothing more may run unrecorded
+            raise self._stop(
+                ErrorCode.CODE_RUNTIME_ERROR, f"the run's log could not be written ({error})"
+            ) from None
+
+    def _suspend(self, call: ToolCall | ToolExecutionResult, reason: str) -> Stop:
+        call_id = call.id if isinstance(call, ToolCall) else call.call_id
+        return self._stop(
+            ErrorCode.SUSPENDED,
+            f"the run is suspended at call {call_id} ({call.name}): {reason}. Nothing after "
+            "it ran. It resumes when someone decides (Runtime.resume); its record is kept.",
+        )
+
+    def _stop(self, code: str, message: str) -> Stop:
+        if self.stopped is None:
+            self.stopped = Stop(code, message)
+        return self.stopped
+
+
+class _Aborted(Exception):
+    """A replayed run reached the point where it was cancelled."""
+
+
+def decisions_for(run: RecordedRun, decisions: Mapping[str, bool]) -> list[RunDecided]:
+    """The decisions given for ``run``'s pending calls, as events; a decision for a call
+    that does not wait is a usage error, and so is a pending call left undecided that
+    waits for a person."""
+    pending = {p.call_id: p for p in run.pending()}
+    unknown = sorted(set(decisions) - set(pending))
+    if unknown:
+        raise ValueError(
+            f"no call of run {run.run} waits for a decision: {', '.join(unknown)} "
+            f"(pending: {', '.join(pending) or 'none'})"
+        )
+    return [
+        RunDecided(run=run.run, position=pending[call_id].position, approved=bool(approved))
+        for call_id, approved in decisions.items()
+    ]
+
+
+def _shown(arguments: str, limit: int = 200) -> str:
+    text = arguments[1:-1] if arguments.startswith("{") else arguments
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+__all__ = [
+    "EFFECT_UNKNOWN",
+    "RUN",
+    "Durable",
+    "DurableRun",
+    "PendingCall",
+    "RecordedRun",
+    "ReplayDiverged",
+    "RunRecorder",
+    "Stop",
+    "close_store",
+    "decisions_for",
+    "idempotency_key",
+    "recorded_runs",
+]

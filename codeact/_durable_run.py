@@ -1,0 +1,297 @@
+"""Running a script durably: the session's names rebuilt from its log, the run recorded.
+
+``run_durably`` is what run_code does when its runtime is durable. Before a run, the
+worker must hold the names the log says the session has: if it is not the worker that
+ran the session's last run (a resume, a new host, a worker that died or was reaped),
+the session's earlier runs are replayed into a clean one first, from their records.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from ._abort import AbortSignal
+from ._call import ToolCall
+from ._durable import (
+    RUN,
+    Durable,
+    DurableRun,
+    RecordedRun,
+    RunRecorder,
+    Stop,
+    _Aborted,
+    close_store,
+    decisions_for,
+    recorded_runs,
+)
+from ._exceptions import ErrorCode, ToolError
+from ._json import JsonValue, dumps
+from ._policy import DECIDED
+from ._registry import ToolRegistry
+from ._results import ToolExecutionResult, failure
+from ._run_events import RunEnded, RunStarted
+from ._sandbox import Limits, ScriptOutcome
+from ._session import Session
+from ._tracing import attached
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resume:
+    """A resume's decisions, by pending call id."""
+
+    decisions: Mapping[str, bool]
+
+
+def known_names(durable: Durable, session: str) -> set[str]:
+    """The names the session's recorded runs define (for the pre-run check)."""
+    from ._precheck import script_names
+
+    log = durable.log(session)
+    try:
+        names: set[str] = set()
+        for run in recorded_runs(log.events):
+            names.update(script_names(run.started.source))
+        return names
+    finally:
+        close_store(log)
+
+
+# Set by Runtime.resume around the run_code call it re-executes.
+RESUMING: contextvars.ContextVar[Resume | None] = contextvars.ContextVar(
+    "codeact_resuming", default=None
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Surroundings:
+    """What a durable run needs of the run_code call that started it."""
+
+    registry: ToolRegistry
+    parent: str  # the run_code call's id: the parent of the script's calls
+    runner: Any  # the executor: a ProcessExecutor
+    tools: Mapping[str, tuple[str, ...]]
+    real: Callable[[str], str]
+    limits: Limits
+    abort: AbortSignal
+    traced: Any
+    on_output: Any
+
+
+async def run_durably(
+    durable: Durable, session: str, source: str, run_id: str, around: Surroundings
+) -> ScriptOutcome:
+    """Run ``source`` as run ``run_id`` of ``session`` (or resume that run), recorded."""
+    log = durable.log(session)
+    try:
+        return await _run(durable, log, session, source, run_id, around)
+    finally:
+        close_store(log)
+
+
+async def _run(
+    durable: Durable,
+    log: Session,
+    session: str,
+    source: str,
+    run_id: str,
+    around: Surroundings,
+) -> ScriptOutcome:
+    runs = recorded_runs(log.events)
+    unfinished = runs[-1] if runs and runs[-1].ended is None else None
+    resume = RESUMING.get()
+    seed = around.runner.hash_seed
+    if resume is not None:
+        if unfinished is None or unfinished.run != run_id:
+            raise ToolError(f"run {run_id} of session {session!r} is not waiting to resume")
+        try:
+            decided = decisions_for(unfinished, resume.decisions)
+        except ValueError as error:
+            raise ToolError(str(error), ErrorCode.INVALID_ARGUMENTS) from None
+        for event in decided:
+            log.append(event)
+        runs = recorded_runs(log.events)
+        current, earlier = runs[-1], runs[:-1]
+    else:
+        if unfinished is not None:
+            waits = unfinished.pending()
+            why = f" on {waits[0].call_id} ({waits[0].reason})" if waits else ""
+            raise ToolError(
+                f"run {unfinished.run} of this session has not finished: it waits{why}; "
+                "nothing of this script ran. Resume that run first (Runtime.resume).",
+                ErrorCode.SUSPENDED,
+            )
+        taken = {run.run for run in runs}
+        run_id = next(
+            candidate
+            for candidate in itertools.chain(
+                [run_id], (f"{run_id}#{n}" for n in itertools.count(2))
+            )
+            if candidate not in taken
+        )
+        log.append(RunStarted(run=run_id, source=source, hash_seed=seed))
+        current, earlier = recorded_runs(log.events)[-1], runs
+    for run in [*earlier, current]:
+        if run.started.hash_seed != seed:
+            raise ToolError(
+                f"run {run.run} was recorded by workers with hash seed "
+                f"{run.started.hash_seed}, and this runtime's have {seed}: resume it with "
+                f"Durable(..., hash_seed={run.started.hash_seed})",
+                ErrorCode.REPLAY_DIVERGED,
+            )
+    worker = around.runner.session_worker(session)
+    rebuild = resume is not None or worker is None or durable.warm.get(session) != worker
+    durable.warm.pop(session, None)
+    if rebuild:
+        for index, past in enumerate(earlier):
+            await _replay(log, session, past, around, fresh=index == 0)
+    recorder = RunRecorder(
+        log,
+        current,
+        session=session,
+        fresh=rebuild and not earlier,
+        live=True,
+        repeatable=_repeatable(around.registry),
+    )
+    outcome = await _execute(recorder, session, source, around)
+    stopped = recorder.stopped
+    if stopped is not None:
+        raise ToolError(stopped.message, stopped.code)
+    worker_now = around.runner.session_worker(session)
+    lost = outcome.error is not None and outcome.error.code == ErrorCode.CODE_RUNTIME_ERROR
+    if worker_now is None and lost:  # the worker died mid-run: the run is interrupted
+        assert outcome.error is not None
+        raise ToolError(
+            f"{outcome.error.message}. The run's record is kept: resume it "
+            "(Runtime.resume) to go on without repeating a call that finished.",
+            ErrorCode.ABORTED,
+        )
+    code = None if outcome.error is None else outcome.error.code
+    log.append(RunEnded(run=current.run, code=code, reads=recorder.take_reads()))
+    if worker_now is not None:
+        durable.warm[session] = worker_now
+    return outcome
+
+
+async def _replay(
+    log: Session, session: str, past: RecordedRun, around: Surroundings, *, fresh: bool
+) -> None:
+    """Re-run an earlier run from its record, to rebuild the names it left."""
+    recorder = RunRecorder(
+        log, past, session=session, fresh=fresh, live=False, repeatable=lambda name: False
+    )
+    outcome = await _execute(recorder, session, past.started.source, around, quiet=True)
+    if recorder.stopped is not None:
+        raise ToolError(recorder.stopped.message, recorder.stopped.code)
+    code = None if outcome.error is None else outcome.error.code
+    recorded = past.ended.code if past.ended is not None else None
+    if code != recorded:
+        raise ToolError(
+            f"the replay diverged: run {past.run} ended with {code or 'success'} when it was "
+            f"recorded with {recorded or 'success'}",
+            ErrorCode.REPLAY_DIVERGED,
+        )
+
+
+async def _execute(
+    recorder: RunRecorder,
+    session: str,
+    source: str,
+    around: Surroundings,
+    *,
+    quiet: bool = False,
+) -> ScriptOutcome:
+    """One execution of a run in the session's worker, its calls served or recorded."""
+    numbers = itertools.count(1)
+    run = recorder.record.run
+    this_run = DurableRun(session=session, run=run)
+
+    async def call_tool(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
+        return (await call_tools([(name, arguments)]))[0]
+
+    async def call_tools(
+        batch: list[tuple[str, dict[str, JsonValue]]],
+    ) -> list[ToolExecutionResult]:
+        planned: list[tuple[int, ToolCall, ToolExecutionResult | bool]] = []
+        for name, arguments in batch:
+            position = next(numbers)
+            call = ToolCall(f"{run}.{position}", around.real(name), dumps(arguments))
+            try:
+                planned.append((position, call, recorder.plan(position, call, name)))
+            except _Aborted:
+                aborted = failure(call.id, call.name, ErrorCode.ABORTED, "the run was cancelled")
+                planned.append((position, call, aborted))
+        live = [(p, call, plan) for p, call, plan in planned if isinstance(plan, bool)]
+        results = {p: plan for p, _, plan in planned if not isinstance(plan, bool)}
+        if live:
+            ran = await _run_live(live, this_run, around)
+            results.update(ran)
+            for position in ran:  # in call order; a deferred one suspends after the rest
+                recorder.answered(position, ran[position])
+        return [results[position] for position, _, _ in planned]
+
+    try:
+        return await around.runner.run(
+            source,
+            session=session,
+            tools=around.tools,
+            call_tool=call_tool,
+            call_tools=call_tools,
+            on_output=None if quiet else around.on_output,
+            tape=recorder,
+        )
+    except Stop:  # the worker's outcome diverged: its names are no longer the log's
+        return ScriptOutcome()
+    except anyio.get_cancelled_exc_class():
+        if recorder.live and recorder.stopped is None:  # cancelled: the run ends here
+            recorder.append(RunEnded(run=run, code=ErrorCode.ABORTED, reads=recorder.take_reads()))
+        raise
+
+
+async def _run_live(
+    live: list[tuple[int, ToolCall, bool]], this_run: DurableRun, around: Surroundings
+) -> dict[int, ToolExecutionResult]:
+    """Run calls for real: with the run's idempotency keys, and a person's approvals."""
+    approved = {call.id: True for _, call, decided in live if decided}
+    run_token = RUN.set(this_run)
+    decided_token = DECIDED.set({**DECIDED.get(), **approved})
+    parent = around.parent
+    try:
+        with attached(around.traced):
+            if len(live) == 1:
+                position, call, _ = live[0]
+                result = await around.registry.execute(call, parent=parent, abort=around.abort)
+                return {position: result}
+            results = await around.registry.execute_many(
+                [call for _, call, _ in live],
+                parent=parent,
+                abort=around.abort,
+                max_concurrent=around.limits.max_concurrent_tool_calls,
+                wait_seconds=around.limits.tool_wait_seconds,
+            )
+            return {
+                position: result for (position, _, _), result in zip(live, results, strict=True)
+            }
+    finally:
+        DECIDED.reset(decided_token)
+        RUN.reset(run_token)
+
+
+def _repeatable(registry: ToolRegistry) -> Callable[[str], bool]:
+    """Whether a call left unknown by a crash may simply run again: its tool says it is
+    idempotent or read-only."""
+
+    def repeatable(name: str) -> bool:
+        tool = registry.get(name)
+        hints = (tool.annotations or {}) if tool is not None else {}
+        return bool(hints.get("idempotentHint") or hints.get("readOnlyHint"))
+
+    return repeatable
+
+
+__all__ = ["RESUMING", "Resume", "Surroundings", "known_names", "run_durably"]
