@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._compare import Comparison, ComparisonTask, Interval, RunRecord, compare
     from ._confine import ConfinementReport
     from ._dispatch import report_progress
+    from ._durable import Durable, PendingCall, ReplayDiverged, idempotency_key
     from ._events import (
         DispatchEvent,
         FinalAnswer,
@@ -50,7 +51,19 @@ if TYPE_CHECKING:
         ScriptMismatch,
     )
     from ._modes import Mode, Runtime
-    from ._policy import Action, Approver, Policy, Rule, RulePolicy, Verdict, allow, ask, deny
+    from ._policy import (
+        LATER,
+        Action,
+        Approver,
+        Later,
+        Policy,
+        Rule,
+        RulePolicy,
+        Verdict,
+        allow,
+        ask,
+        deny,
+    )
     from ._process import ProcessExecutor
     from ._providers import (
         anthropic_messages,
@@ -130,6 +143,12 @@ _EXPORTS: dict[str, str] = {
     "AbortSignal": "._abort",
     "AnthropicModel": "._http_models",
     "Action": "._policy",
+    "LATER": "._policy",
+    "Later": "._policy",
+    "Durable": "._durable",
+    "PendingCall": "._durable",
+    "ReplayDiverged": "._durable",
+    "idempotency_key": "._durable",
     "Agent": "._loop",
     "Approver": "._policy",
     "CodeActError": "._exceptions",
@@ -226,7 +245,7 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (plain sorted order: LATER among the Ls)
     "AbortRecorded",
     "AbortSignal",
     "Action",
@@ -250,6 +269,7 @@ __all__ = [
     "Delta",
     "DispatchEvent",
     "Disposer",
+    "Durable",
     "ErrorCode",
     "ErrorRecorded",
     "EventStore",
@@ -263,6 +283,8 @@ __all__ = [
     "Invocation",
     "JsonValue",
     "JsonlStore",
+    "LATER",
+    "Later",
     "Limits",
     "Mode",
     "Model",
@@ -273,9 +295,11 @@ __all__ = [
     "ModelRetry",
     "OpenAIChatModel",
     "Owner",
+    "PendingCall",
     "Policy",
     "PostgresStore",
     "ProcessExecutor",
+    "ReplayDiverged",
     "ResourceBlock",
     "ResourceLinkBlock",
     "RetryPolicy",
@@ -320,6 +344,7 @@ __all__ = [
     "compare",
     "configure_tracing",
     "deny",
+    "idempotency_key",
     "openai_chat_messages",
     "openai_chat_results",
     "openai_chat_tools",

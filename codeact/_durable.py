@@ -18,6 +18,7 @@ idempotency key, so the system it changes can tell it is a repeat).
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -169,7 +170,10 @@ def recorded_runs(events: Iterable[Any]) -> list[RecordedRun]:
     runs: dict[str, RecordedRun] = {}
     for event in events:
         if isinstance(event, RunStarted):
-            runs[event.run] = RecordedRun(started=event)
+            if event.run in runs:  # a revised source: the record so far stays
+                runs[event.run].started = event
+            else:
+                runs[event.run] = RecordedRun(started=event)
             continue
         run = runs.get(getattr(event, "run", ""))
         if run is None:
@@ -247,6 +251,7 @@ class RunRecorder:
         self._repeatable = repeatable
         self._reads: list[list[JsonValue]] = []
         self.stopped: Stop | None = None
+        self.asked = 0  # the last position the script reached
 
     # The worker's tape ------------------------------------------------------------------
 
@@ -266,6 +271,7 @@ class RunRecorder:
         the person's approval (True) or as any new call (False)."""
         if self.stopped is not None:  # a batch's later calls, after one stopped the run
             raise self.stopped
+        self.asked = max(self.asked, position)
         recorded = self.record.calls.get(position)
         if recorded is None:
             return self._new(position, call, script_name)
@@ -328,14 +334,26 @@ class RunRecorder:
         self.answered(position, declined)
         return declined
 
+    def unreached(self) -> str | None:
+        """Why the script ended short of its record (a recorded call it never made)."""
+        missed = [p for p in self.record.calls if p > self.asked]
+        if not missed:
+            return None
+        call = self.record.calls[min(missed)]
+        return (
+            f"the replay diverged: the script ended before call {self.record.run}.{call.position} "
+            f"of its record, {call.name}({_shown(call.arguments)})"
+        )
+
     def answered(self, position: int, result: ToolExecutionResult) -> None:
         """Record what the script receives for the call at ``position``; a deferred call
-        suspends the run instead."""
+        suspends the run instead (``stopped``, raised once the batch is recorded)."""
         if result.is_error and result.error.code == ErrorCode.SUSPENDED:
             self.append(
                 RunSuspended(run=self.record.run, position=position, reason=result.error.message)
             )
-            raise self._suspend(result, result.error.message)
+            self._suspend(result, result.error.message)
+            return
         if position not in self.record.answers:
             self.append(
                 ScriptCallAnswered(
@@ -388,6 +406,12 @@ def decisions_for(run: RecordedRun, decisions: Mapping[str, bool]) -> list[RunDe
     ]
 
 
+def outcome_digest(value: JsonValue, output: str) -> str:
+    """A fingerprint of what a run returned and printed."""
+    text = json.dumps([value, output], sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _shown(arguments: str, limit: int = 200) -> str:
     text = arguments[1:-1] if arguments.startswith("{") else arguments
     return text if len(text) <= limit else text[:limit] + "..."
@@ -406,5 +430,6 @@ __all__ = [
     "close_store",
     "decisions_for",
     "idempotency_key",
+    "outcome_digest",
     "recorded_runs",
 ]

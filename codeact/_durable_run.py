@@ -28,6 +28,7 @@ from ._durable import (
     _Aborted,
     close_store,
     decisions_for,
+    outcome_digest,
     recorded_runs,
 )
 from ._exceptions import ErrorCode, ToolError
@@ -159,7 +160,14 @@ async def _run(
         repeatable=_repeatable(around.registry),
     )
     outcome = await _execute(recorder, session, source, around)
-    stopped = recorder.stopped
+    stopped, short = recorder.stopped, recorder.unreached()
+    if short is not None and stopped is None:
+        raise ToolError(short, ErrorCode.REPLAY_DIVERGED)
+    if source != current.started.source and (
+        stopped is None or stopped.code == ErrorCode.SUSPENDED
+    ):
+        # an amended script that made the recorded calls: it is the run's source now
+        log.append(RunStarted(run=current.run, source=source, hash_seed=seed))
     if stopped is not None:
         raise ToolError(stopped.message, stopped.code)
     worker_now = around.runner.session_worker(session)
@@ -172,7 +180,14 @@ async def _run(
             ErrorCode.ABORTED,
         )
     code = None if outcome.error is None else outcome.error.code
-    log.append(RunEnded(run=current.run, code=code, reads=recorder.take_reads()))
+    log.append(
+        RunEnded(
+            run=current.run,
+            code=code,
+            reads=recorder.take_reads(),
+            digest=outcome_digest(outcome.value, outcome.output),
+        )
+    )
     if worker_now is not None:
         durable.warm[session] = worker_now
     return outcome
@@ -188,12 +203,22 @@ async def _replay(
     outcome = await _execute(recorder, session, past.started.source, around, quiet=True)
     if recorder.stopped is not None:
         raise ToolError(recorder.stopped.message, recorder.stopped.code)
+    short = recorder.unreached()
+    if short is not None:
+        raise ToolError(short, ErrorCode.REPLAY_DIVERGED)
     code = None if outcome.error is None else outcome.error.code
     recorded = past.ended.code if past.ended is not None else None
     if code != recorded:
         raise ToolError(
             f"the replay diverged: run {past.run} ended with {code or 'success'} when it was "
             f"recorded with {recorded or 'success'}",
+            ErrorCode.REPLAY_DIVERGED,
+        )
+    digest = outcome_digest(outcome.value, outcome.output)
+    if past.ended is not None and past.ended.digest and digest != past.ended.digest:
+        raise ToolError(
+            f"the replay diverged: run {past.run} returned or printed other than it did when "
+            "it was recorded",
             ErrorCode.REPLAY_DIVERGED,
         )
 
@@ -231,12 +256,14 @@ async def _execute(
         if live:
             ran = await _run_live(live, this_run, around)
             results.update(ran)
-            for position in ran:  # in call order; a deferred one suspends after the rest
+            for position in ran:  # every answer recorded, then a deferred call suspends
                 recorder.answered(position, ran[position])
+            if recorder.stopped is not None:
+                raise recorder.stopped
         return [results[position] for position, _, _ in planned]
 
     try:
-        return await around.runner.run(
+        outcome: ScriptOutcome = await around.runner.run(
             source,
             session=session,
             tools=around.tools,
@@ -245,6 +272,7 @@ async def _execute(
             on_output=None if quiet else around.on_output,
             tape=recorder,
         )
+        return outcome
     except Stop:  # the worker's outcome diverged: its names are no longer the log's
         return ScriptOutcome()
     except anyio.get_cancelled_exc_class():

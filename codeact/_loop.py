@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TypeAlias
@@ -189,6 +189,30 @@ class Agent:
         Calls a resumed session left open get their synthetic results first, since every
         provider refuses a call with no result.
         """
+        with agent_span(self.name, self.model.name, self.session.id):
+            return await self._turn(text, abort)
+
+    async def resume(
+        self, decisions: Mapping[str, bool] | None = None, *, abort: AbortSignal | None = None
+    ) -> str:
+        """Go on with this conversation's suspended run (``Runtime.resume``), then with the
+        turn: the model reads the run's result and answers; returns that answer.
+
+        The run's own call was answered when it suspended (the model read that it waits),
+        so its result arrives as the next user message, which every provider accepts.
+        """
+        pending = {p.call_id for p in self.runtime.pending(self.script_session)}
+        result = await self.runtime.resume(self.script_session, decisions, abort=abort)
+        decided = ", ".join(
+            f"{call_id} {'approved' if approved else 'denied'}"
+            for call_id, approved in (decisions or {}).items()
+            if call_id in pending
+        )
+        status = "failed" if result.is_error else "finished"
+        text = (
+            f"The run_code call {result.call_id}, which was suspended, has resumed"
+            f"{f' ({decided})' if decided else ''} and {status}. Its result:\n{result.text}"
+        )
         with agent_span(self.name, self.model.name, self.session.id):
             return await self._turn(text, abort)
 

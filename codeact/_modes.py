@@ -237,6 +237,7 @@ class Runtime:
         session: str | None = None,
         decisions: Mapping[str, bool] | None = None,
         *,
+        source: str | None = None,
         abort: AbortSignal | None = None,
     ) -> ToolExecutionResult:
         """Go on with ``session``'s unfinished run (suspended, or cut short by a crash).
@@ -245,7 +246,9 @@ class Runtime:
         The run is replayed from its log in a clean worker, nothing recorded executes
         again, and it continues live from where it stopped: its result is what run_code
         returns. It may suspend again. A replay that meets a call other than its record's
-        raises ``ReplayDiverged`` naming that call, having executed nothing.
+        raises ``ReplayDiverged`` naming that call, having executed nothing. ``source``
+        amends the script: it must make the recorded calls, in order, up to where the run
+        stopped, and is recorded as the run's source from then on.
         """
         durable = self._durable()
         name = session or self._session
@@ -257,7 +260,8 @@ class Runtime:
         if not runs or runs[-1].ended is not None:
             raise UsageError(f"session {name!r} has no unfinished run to resume")
         run = runs[-1]
-        call = ToolCall(run.run, RUN_CODE, {"code": run.started.source})
+        code = run.started.source if source is None else source
+        call = ToolCall(run.run, RUN_CODE, {"code": code})
         session_token = SCRIPT_SESSION.set(name)
         resume_token = RESUMING.set(Resume(decisions=dict(decisions or {})))
         try:

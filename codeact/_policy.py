@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Protocol
 
 from ._invocation import Invocation
@@ -46,7 +47,7 @@ class Later:
 LATER = Later()
 # Decisions already made, by call id (a resumed run's): the approver is not asked again.
 DECIDED: contextvars.ContextVar[Mapping[str, bool]] = contextvars.ContextVar(
-    "codeact_decided", default={}
+    "codeact_decided", default=MappingProxyType({})
 )
 
 

@@ -15,7 +15,8 @@ from typing import Literal
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunStarted:
-    """A script run began: ``run`` is its run_code call id."""
+    """A script run began: ``run`` is its run_code call id. Recorded again for a run
+    already begun, it revises the source (a resume with an amended script)."""
 
     seq: int = 0
     run: str
@@ -73,12 +74,14 @@ class RunDecided:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunEnded:
-    """The run finished (``code`` None on success); ``reads`` after its last call."""
+    """The run finished (``code`` None on success); ``reads`` after its last call;
+    ``digest`` of what it returned and printed, which a replay must reproduce."""
 
     seq: int = 0
     run: str
     code: str | None = None
     reads: str = "[]"
+    digest: str = ""
     kind: Literal["run_ended"] = "run_ended"
 
 

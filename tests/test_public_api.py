@@ -28,6 +28,8 @@ def test_stable_error_codes_are_all_present() -> None:
         "CODE_RUNTIME_ERROR",
         "CODE_SECURITY_VIOLATION",
         "CODE_RESOURCE_LIMIT",
+        "SUSPENDED",
+        "REPLAY_DIVERGED",
     }
     assert {code.value for code in codeact.ErrorCode} == expected
 
@@ -86,7 +88,10 @@ PUBLIC = {
         "allow",
         "ask",
         "deny",
+        "LATER",
+        "Later",
     ],
+    "durable runs": ["Durable", "PendingCall", "ReplayDiverged", "idempotency_key"],
     "events": [
         "DispatchEvent",
         "ToolCallStarted",
