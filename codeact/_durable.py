@@ -18,7 +18,6 @@ idempotency key, so the system it changes can tell it is a repeat).
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -406,12 +405,6 @@ def decisions_for(run: RecordedRun, decisions: Mapping[str, bool]) -> list[RunDe
     ]
 
 
-def outcome_digest(value: JsonValue, output: str) -> str:
-    """A fingerprint of what a run returned and printed."""
-    text = json.dumps([value, output], sort_keys=True, ensure_ascii=False, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _shown(arguments: str, limit: int = 200) -> str:
     text = arguments[1:-1] if arguments.startswith("{") else arguments
     return text if len(text) <= limit else text[:limit] + "..."
@@ -430,6 +423,5 @@ __all__ = [
     "close_store",
     "decisions_for",
     "idempotency_key",
-    "outcome_digest",
     "recorded_runs",
 ]

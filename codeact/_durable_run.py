@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,6 @@ from ._durable import (
     _Aborted,
     close_store,
     decisions_for,
-    outcome_digest,
     recorded_runs,
 )
 from ._exceptions import ErrorCode, ToolError
@@ -38,6 +38,7 @@ from ._registry import ToolRegistry
 from ._results import ToolExecutionResult, failure
 from ._run_events import RunEnded, RunStarted
 from ._sandbox import Limits, ScriptOutcome
+from ._sandbox._outcome import outcome_from_json, outcome_to_json
 from ._session import Session
 from ._tracing import attached
 
@@ -107,6 +108,8 @@ async def _run(
     unfinished = runs[-1] if runs and runs[-1].ended is None else None
     resume = RESUMING.get()
     seed = around.runner.hash_seed
+    if resume is not None and unfinished is None and runs and runs[-1].run == run_id:
+        return recorded_outcome(runs[-1])  # it ended before the host that ran it could tell
     if resume is not None:
         if unfinished is None or unfinished.run != run_id:
             raise ToolError(f"run {run_id} of session {session!r} is not waiting to resume")
@@ -185,12 +188,23 @@ async def _run(
             run=current.run,
             code=code,
             reads=recorder.take_reads(),
-            digest=outcome_digest(outcome.value, outcome.output),
+            outcome=json.dumps(outcome_to_json(outcome), ensure_ascii=False),
         )
     )
     if worker_now is not None:
         durable.warm[session] = worker_now
     return outcome
+
+
+def recorded_outcome(run: RecordedRun) -> ScriptOutcome:
+    """What an ended run returned, as its record has it."""
+    assert run.ended is not None
+    return outcome_from_json(json.loads(run.ended.outcome))
+
+
+def _shown_of(outcome: ScriptOutcome) -> tuple[str, str]:
+    """What a run returned and printed, as comparable text."""
+    return json.dumps(outcome.value, sort_keys=True, default=repr), outcome.output
 
 
 async def _replay(
@@ -214,8 +228,7 @@ async def _replay(
             f"recorded with {recorded or 'success'}",
             ErrorCode.REPLAY_DIVERGED,
         )
-    digest = outcome_digest(outcome.value, outcome.output)
-    if past.ended is not None and past.ended.digest and digest != past.ended.digest:
+    if past.ended is not None and _shown_of(outcome) != _shown_of(recorded_outcome(past)):
         raise ToolError(
             f"the replay diverged: run {past.run} returned or printed other than it did when "
             "it was recorded",

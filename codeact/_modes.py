@@ -240,7 +240,8 @@ class Runtime:
         source: str | None = None,
         abort: AbortSignal | None = None,
     ) -> ToolExecutionResult:
-        """Go on with ``session``'s unfinished run (suspended, or cut short by a crash).
+        """Go on with ``session``'s last run (suspended, or cut short by a crash); a run
+        that had ended gives the result it ended with (its host may have died first).
 
         ``decisions`` approve (True) or deny (False) pending calls by id (``pending()``).
         The run is replayed from its log in a clean worker, nothing recorded executes
@@ -257,8 +258,8 @@ class Runtime:
             runs = recorded_runs(log.events)
         finally:
             close_store(log)
-        if not runs or runs[-1].ended is not None:
-            raise UsageError(f"session {name!r} has no unfinished run to resume")
+        if not runs:
+            raise UsageError(f"session {name!r} has no run to resume")
         run = runs[-1]
         code = run.started.source if source is None else source
         call = ToolCall(run.run, RUN_CODE, {"code": code})

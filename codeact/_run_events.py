@@ -75,13 +75,14 @@ class RunDecided:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunEnded:
     """The run finished (``code`` None on success); ``reads`` after its last call;
-    ``digest`` of what it returned and printed, which a replay must reproduce."""
+    ``outcome`` (JSON) is what it returned and printed, which a replay must reproduce and
+    a resume after the end returns."""
 
     seq: int = 0
     run: str
     code: str | None = None
     reads: str = "[]"
-    digest: str = ""
+    outcome: str = "{}"
     kind: Literal["run_ended"] = "run_ended"
 
 

@@ -26,6 +26,7 @@ from codeact import (
     EventStore,
     JsonlStore,
     PostgresStore,
+    ProcessExecutor,
     RulePolicy,
     Runtime,
     SqliteStore,
@@ -40,50 +41,56 @@ from codeact import (
 SESSION = "durable"
 HASH_SEED = 1234
 
-# A 100-call script: 50 idempotent calls and 50 that are not, a set's order, the clock,
-# entropy and random, all folded into what it prints and returns.
+# A 100-call script: 50 idempotent calls and 50 that are not. What it passes to its
+# notes holds the clock and entropy (a replay that read them afresh would call note
+# differently, and be refused); what it returns holds what is the same on every run
+# (a seeded random, and a set's and a dict's order, which the hash seed fixes).
 HUNDRED_CALLS = """
 import random, time, uuid, secrets
+seeded = random.Random(7)
 total = 0
-tags = []
 for i in range(50):
     total = add(total, i)
-    note(f"step {i}: {total}")
-    if i % 10 == 0:
-        tags.append(f"{random.random():.12f}-{uuid.uuid4()}-{secrets.token_hex(4)}")
+    note(f"step {i}: {total} {uuid.uuid4()} {secrets.token_hex(4)} {random.random()}")
 started = time.time()
-print(sorted({f"w{i}" for i in range(5)}) == sorted({f"w{i}" for i in range(5)}), total)
-print(list({f"key{i}": i for i in range(3)}), list({f"s{i}" for i in range(6)}))
-{"total": total, "tags": tags, "clock": started > 0}
+words = {f"w{i}" for i in range(8)}
+print(total, list(words), list({f"key{i}": i for i in range(3)}))
+{"total": total, "words": list(words), "draws": [seeded.random() for _ in range(3)]}
 """
 
 
 class Ledger:
-    """Effects as lines of a file: ``tool key``."""
+    """Effects as lines ``tool key``, a file per session in the folder ``path``."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    def _file(self, key: str) -> Path:
+        return self.path / (key.split("/", 1)[0] or "none")
+
     def apply(self, name: str, key: str) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._file(key), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, f"{name} {key}\n".encode())
         finally:
             os.close(fd)
 
-    def lines(self) -> list[tuple[str, str]]:
-        if not self.path.exists():
-            return []
-        return [
-            (name, key)
-            for name, key in (line.split(" ", 1) for line in self.path.read_text().splitlines())
-        ]
+    def lines(self, session: str | None = None) -> list[tuple[str, str]]:
+        files = [self.path / session] if session else sorted(self.path.glob("*"))
+        found = []
+        for file in files:
+            if file.exists():
+                for line in file.read_text().splitlines():
+                    name, key = line.split(" ", 1)
+                    found.append((name, key))
+        return found
 
-    def counts(self) -> Counter[tuple[str, str]]:
-        return Counter(self.lines())
+    def counts(self, session: str | None = None) -> Counter[tuple[str, str]]:
+        return Counter(self.lines(session))
 
     def has(self, key: str) -> bool:
-        return any(k == key for _, k in self.lines())
+        return any(k == key for _, k in self.lines(key.split("/", 1)[0]))
 
 
 def registry(
@@ -194,7 +201,7 @@ async def _resume(kind: str, where: str, ledger_path: str, decision: str) -> Non
     print(json.dumps(shown(result)), flush=True)
 
 
-def _crash_at(kind: str, where: str, ledger_path: str, at: int) -> None:
+def _crash_at(kind: str, where: str, ledger_path: str, session: str, at: int) -> None:
     """Run the hundred-call script on a host that SIGKILLs itself after event ``at``."""
     ledger = Ledger(Path(ledger_path))
 
@@ -202,11 +209,17 @@ def _crash_at(kind: str, where: str, ledger_path: str, at: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     store = KillAfter(open_store(kind, where), at, die)
-    host = Runtime(registry(ledger), durable=Durable(store, hash_seed=HASH_SEED))
+    host = Runtime(
+        registry(ledger),
+        durable=Durable(store, hash_seed=HASH_SEED),
+        # one worker, started afresh: no template for a host that lives for one run
+        executor=ProcessExecutor(hash_seed=HASH_SEED, template=False, warm=0),
+    )
 
     async def run() -> None:
         async with host:
-            await host.execute(ToolCall("c1", "run_code", {"code": HUNDRED_CALLS}), session=SESSION)
+            call = ToolCall("c1", "run_code", {"code": HUNDRED_CALLS})
+            await host.execute(call, session=session)
 
     asyncio.run(run())
     os._exit(3)  # the kill point was never reached
@@ -214,13 +227,13 @@ def _crash_at(kind: str, where: str, ledger_path: str, at: int) -> None:
 
 def zygote() -> None:
     """Fork a crashing host per request, from a process that has imported everything
-    once: ``kind where ledger at`` per line in, ``at returncode`` per line out."""
+    once: ``kind where ledger session at`` per line in, ``at returncode`` per line out."""
     for line in sys.stdin:
-        kind, where, ledger_path, at = line.split()
+        kind, where, ledger_path, session, at = line.split()
         pid = os.fork()
         if pid == 0:
             try:
-                _crash_at(kind, where, ledger_path, int(at))
+                _crash_at(kind, where, ledger_path, session, int(at))
             finally:
                 os._exit(4)
         _, status = os.waitpid(pid, 0)

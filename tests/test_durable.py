@@ -171,10 +171,15 @@ async def test_names_persist_across_runs_and_across_a_resume(host: Runtime) -> N
     assert 0 <= luck < 1
 
 
-async def test_a_resume_with_nothing_waiting_is_a_usage_error(host: Runtime) -> None:
-    await start(host, "add(1, 2)")
-    with pytest.raises(UsageError, match="no unfinished run"):
+async def test_a_resume_after_the_end_gives_the_recorded_result_and_runs_nothing(
+    host: Runtime, ledger: Ledger
+) -> None:
+    with pytest.raises(UsageError, match="no run"):
         await host.resume(SESSION)
+    ended = await start(host, "print('once')\nnote('x')")
+    again = await host.resume(SESSION)
+    assert again.to_dict() == ended.to_dict()
+    assert len(ledger.lines()) == 1
 
 
 async def test_runtime_without_durable_cannot_resume_and_keys_are_none_outside_runs() -> None:
