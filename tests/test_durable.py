@@ -288,7 +288,7 @@ def test_a_run_suspended_on_one_host_resumes_on_another(
     ledger = tmp_path / "ledger"
     first = _host("start", kind, where, str(ledger), PAYS)
     assert first["error"] == "SUSPENDED"
-    assert [line.split()[0] for line in ledger.read_text().splitlines()] == ["add", "note"]
+    assert [name for name, _ in Ledger(ledger).lines()] == ["add", "note"]
     second = _host("resume", kind, where, str(ledger), decision)
     assert second["error"] is None
     receipt = second["value"]["result"]["receipt"]
