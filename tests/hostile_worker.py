@@ -162,6 +162,19 @@ def hides_calls(channel: HostileChannel, run: int) -> None:
     channel.line(done(run, "hidden", tool_calls=[], output="o" * 5_000_000))
 
 
+def forged_reading(channel: HostileChannel, run: int) -> None:
+    """Claim a clock reading of a kind no facade reads, with a call."""
+    reads = [["time", 1.5], ["os.environ", "SECRET"]]
+    channel.line({"op": "call", "run": run, "name": "add", "arguments": {"a": 1}, "reads": reads})
+    hang()
+
+
+def flood_readings(channel: HostileChannel, run: int) -> None:
+    """Claim more readings than a run may make, with its outcome."""
+    channel.line(done(run, 1) | {"reads": [["time_ns", 1]] * 100_001})
+    hang()
+
+
 BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
     function.__name__: function
     for function in (
@@ -184,6 +197,8 @@ BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
         bad_outcome,
         huge_error,
         hides_calls,
+        forged_reading,
+        flood_readings,
     )
 }
 

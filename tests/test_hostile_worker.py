@@ -200,3 +200,52 @@ def test_the_hostile_worker_is_test_only() -> None:
     package = Path(__file__).resolve().parent.parent / "codeact"
     assert not [p for p in package.rglob("*.py") if HOSTILE in p.read_text()]
     assert os.path.exists(Path(__file__).with_name("hostile_worker.py"))
+
+
+class Tape:
+    """A durable run's tape, as the host keeps it: what the worker reported."""
+
+    def __init__(self) -> None:
+        self.replay: list[list[object]] = []
+        self.fresh = False
+        self.reported: list[list[object]] = []
+
+    def received(self, reads: list[list[object]], diverged: str | None) -> None:
+        self.reported.extend(reads)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "reason"),
+    [
+        ("forged_reading", "a reading of an unknown kind"),
+        ("flood_readings", "readings that are not a bounded list"),
+    ],
+)
+async def test_a_worker_that_forges_clock_or_entropy_readings_is_killed(
+    behaviour: str, reason: str
+) -> None:
+    executor = hostile_executor(template=False)
+    tools = registry()
+    tape = Tape()
+
+    async def call_tool(name: str, arguments: dict[str, object]) -> ToolExecutionResult:
+        return await tools.execute(ToolCall("t", name, arguments))  # type: ignore[arg-type]
+
+    try:
+        dispatched.clear()
+        with anyio.fail_after(60):
+            outcome = await executor.run(
+                f"#hostile: {behaviour}",
+                session="s",
+                tools={"add": ("a", "b")},
+                call_tool=call_tool,
+                tape=tape,
+            )
+        assert outcome.error is not None
+        assert RULES in outcome.error.message
+        assert reason in outcome.error.message
+        assert tape.reported == []  # nothing of it reached the run's record
+        assert dispatched == []  # the call it came with never ran
+        assert executor.workers == []
+    finally:
+        await executor.aclose()
