@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import contextvars
 import json
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio
 
 from ._call import ToolCall
 from ._dispatch import current_invocation
@@ -102,25 +105,53 @@ class Durable:
         self.store = store
         self.hash_seed = hash_seed
         self.warm: dict[str, int] = {}  # session -> the worker whose names match its log
+        self._logs: dict[str, Session] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self._indexes: dict[str, RunIndex] = {}
+        self._guard = threading.Lock()
+
+    def lock(self, session: str) -> anyio.Lock:
+        """Held for the whole of a run of ``session``: its record is written by one run at
+        a time, from its start to its end."""
+        with self._guard:
+            return self._locks.setdefault(session, anyio.Lock())
 
     def log(self, session: str) -> Session:
-        """The session's log, as the store has it now (another host may have written)."""
-        return Session(store=self.store(session))
+        """The session's log, as the store has it now (another host may have written):
+        kept open, and only what was added since it was last read is read."""
+        with self._guard:
+            log = self._logs.get(session)
+            if log is None:
+                log = self._logs[session] = Session(store=self.store(session))
+                return log
+            assert log.store is not None
+            load_after = getattr(log.store, "load_after", None)
+            if load_after is None:
+                log.events = log.store.load()
+            else:
+                log.events.extend(load_after(len(log.events)))
+            return log
+
+    def runs(self, session: str) -> list[RecordedRun]:
+        """The session's runs as its log has them now."""
+        events = self.log(session).events
+        with self._guard:
+            index = self._indexes.setdefault(session, RunIndex())
+            return index.feed(events)
 
     def pending(self, session: str) -> list[PendingCall]:
         """The calls the session's unfinished run waits on (none: nothing waits)."""
-        log = self.log(session)
-        try:
-            runs = recorded_runs(log.events)
-            return runs[-1].pending() if runs and runs[-1].ended is None else []
-        finally:
-            close_store(log)
+        runs = self.runs(session)
+        return runs[-1].pending() if runs and runs[-1].ended is None else []
 
-
-def close_store(log: Session) -> None:
-    close = getattr(log.store, "close", None)
-    if close is not None:
-        close()
+    def close(self) -> None:
+        """Close the stores it opened (their connections); a later run opens them again."""
+        with self._guard:
+            logs, self._logs, self._indexes = self._logs, {}, {}
+        for log in logs.values():
+            close = getattr(log.store, "close", None)
+            if close is not None:
+                close()
 
 
 @dataclass
@@ -166,7 +197,30 @@ class RecordedRun:
 
 
 def recorded_runs(events: Iterable[Any]) -> list[RecordedRun]:
-    runs: dict[str, RecordedRun] = {}
+    """The runs a log records, in the order they began."""
+    index = RunIndex()
+    index.feed(list(events))
+    return list(index.runs.values())
+
+
+class RunIndex:
+    """The runs of one session's log, kept up to date as the log grows (a run's start
+    does not read the session's whole history again)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, RecordedRun] = {}
+        self.fed = 0
+
+    def feed(self, events: list[Any]) -> list[RecordedRun]:
+        """Take in the events not seen yet; the runs, in the order they began."""
+        if len(events) < self.fed:  # the log was read afresh and is shorter: start over
+            self.runs, self.fed = {}, 0
+        _index(self.runs, events[self.fed :])
+        self.fed = len(events)
+        return list(self.runs.values())
+
+
+def _index(runs: dict[str, RecordedRun], events: Iterable[Any]) -> None:
     for event in events:
         if isinstance(event, RunStarted):
             if event.run in runs:  # a revised source: the record so far stays
@@ -188,7 +242,6 @@ def recorded_runs(events: Iterable[Any]) -> list[RecordedRun]:
             run.decisions[event.position] = event
         elif isinstance(event, RunEnded):
             run.ended = event
-    return list(runs.values())
 
 
 class Stop(Exception):
@@ -291,6 +344,23 @@ class RunRecorder:
         if answered is not None:
             return result_of(call, answered.answer)
         return self._settle(position, call)
+
+    def served(self, position: int, call: ToolCall, script_name: str) -> ToolExecutionResult | None:
+        """The recorded answer to a call that matches its record exactly, else None (the
+        call then goes through ``plan``, which says what else it is)."""
+        recorded = self.record.calls.get(position)
+        answered = self.record.answers.get(position)
+        if (
+            self.stopped is not None
+            or recorded is None
+            or answered is None
+            or self._reads
+            or recorded.name != script_name
+            or recorded.arguments != call.arguments
+        ):
+            return None
+        self.asked = max(self.asked, position)
+        return result_of(call, answered.answer)
 
     def _new(self, position: int, call: ToolCall, script_name: str) -> bool:
         if not self.live:
@@ -420,7 +490,6 @@ __all__ = [
     "ReplayDiverged",
     "RunRecorder",
     "Stop",
-    "close_store",
     "decisions_for",
     "idempotency_key",
     "recorded_runs",

@@ -27,9 +27,7 @@ from ._durable import (
     RunRecorder,
     Stop,
     _Aborted,
-    close_store,
     decisions_for,
-    recorded_runs,
 )
 from ._exceptions import ErrorCode, ToolError
 from ._json import JsonValue, dumps
@@ -54,14 +52,10 @@ def known_names(durable: Durable, session: str) -> set[str]:
     """The names the session's recorded runs define (for the pre-run check)."""
     from ._precheck import script_names
 
-    log = durable.log(session)
-    try:
-        names: set[str] = set()
-        for run in recorded_runs(log.events):
-            names.update(script_names(run.started.source))
-        return names
-    finally:
-        close_store(log)
+    names: set[str] = set()
+    for run in durable.runs(session):
+        names.update(script_names(run.started.source))
+    return names
 
 
 # Set by Runtime.resume around the run_code call it re-executes.
@@ -89,11 +83,8 @@ async def run_durably(
     durable: Durable, session: str, source: str, run_id: str, around: Surroundings
 ) -> ScriptOutcome:
     """Run ``source`` as run ``run_id`` of ``session`` (or resume that run), recorded."""
-    log = durable.log(session)
-    try:
-        return await _run(durable, log, session, source, run_id, around)
-    finally:
-        close_store(log)
+    async with durable.lock(session):  # one run writes the session's record at a time
+        return await _run(durable, durable.log(session), session, source, run_id, around)
 
 
 async def _run(
@@ -104,7 +95,7 @@ async def _run(
     run_id: str,
     around: Surroundings,
 ) -> ScriptOutcome:
-    runs = recorded_runs(log.events)
+    runs = durable.runs(session)
     unfinished = runs[-1] if runs and runs[-1].ended is None else None
     resume = RESUMING.get()
     seed = around.runner.hash_seed
@@ -119,7 +110,7 @@ async def _run(
             raise ToolError(str(error), ErrorCode.INVALID_ARGUMENTS) from None
         for event in decided:
             log.append(event)
-        runs = recorded_runs(log.events)
+        runs = durable.runs(session)
         current, earlier = runs[-1], runs[:-1]
     else:
         if unfinished is not None:
@@ -139,7 +130,7 @@ async def _run(
             if candidate not in taken
         )
         log.append(RunStarted(run=run_id, source=source, hash_seed=seed))
-        current, earlier = recorded_runs(log.events)[-1], runs
+        current, earlier = durable.runs(session)[-1], runs
     for run in [*earlier, current]:
         if run.started.hash_seed != seed:
             raise ToolError(
@@ -246,8 +237,19 @@ async def _execute(
 ) -> ScriptOutcome:
     """One execution of a run in the session's worker, its calls served or recorded."""
     numbers = itertools.count(1)
+    upcoming = [1]  # the next call's position, for the in-thread path to peek at
     run = recorder.record.run
     this_run = DurableRun(session=session, run=run)
+
+    def call_tool_now(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult | None:
+        """A recorded answer, served in the worker's serving thread (no trip to the loop);
+        None for anything else, which the loop's path handles."""
+        position = upcoming[0]
+        call = ToolCall(f"{run}.{position}", around.real(name), dumps(arguments))
+        served = recorder.served(position, call, name)
+        if served is not None:
+            upcoming[0] = next(numbers) + 1
+        return served
 
     async def call_tool(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
         return (await call_tools([(name, arguments)]))[0]
@@ -258,6 +260,7 @@ async def _execute(
         planned: list[tuple[int, ToolCall, ToolExecutionResult | bool]] = []
         for name, arguments in batch:
             position = next(numbers)
+            upcoming[0] = position + 1
             call = ToolCall(f"{run}.{position}", around.real(name), dumps(arguments))
             try:
                 planned.append((position, call, recorder.plan(position, call, name)))
@@ -282,6 +285,7 @@ async def _execute(
             tools=around.tools,
             call_tool=call_tool,
             call_tools=call_tools,
+            call_tool_now=call_tool_now,
             on_output=None if quiet else around.on_output,
             tape=recorder,
         )

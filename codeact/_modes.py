@@ -13,7 +13,7 @@ from ._background import BackgroundLoop, close_at_exit
 from ._call import ToolCall
 from ._code_mode import RUN_CODE, SCRIPT_SESSION, describe_run_code, run_code_tool
 from ._discovery import DESCRIBE, SEARCH_TOOLS, discovery_tools
-from ._durable import Durable, PendingCall, ReplayDiverged, close_store, recorded_runs
+from ._durable import Durable, PendingCall, ReplayDiverged
 from ._durable_run import RESUMING, Resume
 from ._exceptions import ErrorCode, UsageError
 from ._executors import Executor
@@ -253,11 +253,7 @@ class Runtime:
         """
         durable = self._durable()
         name = session or self._session
-        log = durable.log(name)
-        try:
-            runs = recorded_runs(log.events)
-        finally:
-            close_store(log)
+        runs = durable.runs(name)
         if not runs:
             raise UsageError(f"session {name!r} has no run to resume")
         run = runs[-1]
@@ -312,7 +308,14 @@ class Runtime:
 
     async def aclose(self) -> None:
         """Close the executor (its worker processes): async users call this."""
-        await self.executor.aclose()
+        try:
+            await self.executor.aclose()
+        finally:
+            self._close_durable()
+
+    def _close_durable(self) -> None:
+        if self.durable is not None:
+            self.durable.close()
 
     # Lifetimes: ``async with`` and ``with`` start the warm pool and the idle reaper -----
 
@@ -325,7 +328,10 @@ class Runtime:
     async def __aexit__(self, *exc_info: object) -> None:
         leave = getattr(self.executor, "__aexit__", None)
         if leave is not None:
-            await leave(None, None, None)
+            try:
+                await leave(None, None, None)
+            finally:
+                self._close_durable()
         else:
             await self.aclose()
 
@@ -370,6 +376,7 @@ class Runtime:
         if self._finalizer is not None:
             self._finalizer()
         self._loop = self._finalizer = None
+        self._close_durable()
 
 
 class _Shutdown:

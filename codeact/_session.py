@@ -148,6 +148,7 @@ class JsonlStore:
         self.path = Path(path)
         self.fsync = fsync
         self.dropped_torn_line = False
+        self._offset: int | None = None  # where this store last read or wrote to
 
     @property
     def name(self) -> str:
@@ -158,6 +159,7 @@ class JsonlStore:
         if not self.path.exists():
             return []
         raw = self.path.read_bytes()
+        self._offset = len(raw)
         lines = raw.split(b"\n")
         events: list[Event] = []
         for index, line in enumerate(lines):
@@ -174,12 +176,28 @@ class JsonlStore:
                 raise CorruptLog(f"{self.path}: line {index + 1} is unreadable: {error}") from None
         return events
 
+    def load_after(self, seq: int) -> list[Event]:
+        """The events after ``seq``: read from where this store last read or wrote."""
+        offset = self._offset
+        if offset is None or not self.path.exists() or self.path.stat().st_size < offset:
+            return [event for event in self.load() if event.seq > seq]
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            raw = handle.read()
+        if not raw.endswith(b"\n"):  # a line being written: read it when it is whole
+            raw = raw[: raw.rfind(b"\n") + 1]
+        self._offset = offset + len(raw)
+        events = [event_from_json(line.decode("utf-8")) for line in raw.splitlines() if line]
+        return [event for event in events if event.seq > seq]
+
     def append(self, event: Event) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(event_to_json(event) + "\n")
             handle.flush()
             if self.fsync:
                 os.fsync(handle.fileno())
+            if self._offset is not None:
+                self._offset = os.fstat(handle.fileno()).st_size
 
     def _truncate_to(self, size: int) -> None:
         with self.path.open("r+b") as handle:

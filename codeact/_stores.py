@@ -106,6 +106,17 @@ class SqliteStore(_Connected):
             )
             return [event_from_json(body) for (body,) in rows]
 
+    def load_after(self, seq: int) -> list[Event]:
+        """The events after ``seq`` (another process's, since this one last looked)."""
+        from ._session import event_from_json
+
+        with self._lock:
+            rows = self._connect().execute(
+                "SELECT body FROM events WHERE session = ? AND seq > ? ORDER BY seq",
+                (self.session, seq),
+            )
+            return [event_from_json(body) for (body,) in rows]
+
     def append(self, event: Event) -> None:
         from ._session import event_to_json
 
@@ -173,6 +184,19 @@ class PostgresStore(_Connected):
                 rows = connection.execute(
                     "SELECT body FROM codeact_events WHERE session = %s ORDER BY seq",
                     (self.session,),
+                ).fetchall()
+            return [event_from_json(body) for (body,) in rows]
+
+    def load_after(self, seq: int) -> list[Event]:
+        """The events after ``seq`` (another host's, since this one last looked)."""
+        from ._session import event_from_json
+
+        with self._lock:
+            connection = self._connect()
+            with connection.transaction():
+                rows = connection.execute(
+                    "SELECT body FROM codeact_events WHERE session = %s AND seq > %s ORDER BY seq",
+                    (self.session, seq),
                 ).fetchall()
             return [event_from_json(body) for (body,) in rows]
 
