@@ -553,7 +553,7 @@ def static_everyday_facades() -> dict[str, Facade]:
             {
                 **pick(secrets, "compare_digest"),
                 # entropy through the tape: a replayed run draws what it drew before
-                "choice": recorded.ENTROPY.choice,
+                "choice": recorded.choice,
                 "randbelow": _randbelow,
                 "randbits": _randbits,
                 "token_bytes": _bounded_bytes(recorded.token_bytes),

@@ -124,6 +124,11 @@ class EntropyRandom(random.Random):
 ENTROPY = EntropyRandom()
 
 
+def choice(sequence: Any) -> Any:
+    """``secrets.choice``: an element drawn with taped entropy."""
+    return ENTROPY.choice(sequence)
+
+
 def seed_value() -> int:
     """A fresh seed for a script's ``random``: 32 bytes of taped entropy."""
     return int.from_bytes(entropy(32))
