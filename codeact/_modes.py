@@ -99,7 +99,8 @@ class Runtime:
             modules=self.modules,
             hash_seed=None if durable is None else durable.hash_seed,
         )
-        if durable is not None and getattr(self.executor, "hash_seed", None) != durable.hash_seed:
+        seed = getattr(self.executor, "hash_seed", durable.hash_seed if durable else None)
+        if durable is not None and seed != durable.hash_seed:
             raise UsageError(
                 "a durable runtime's workers need the hash seed its runs record: give the "
                 f"executor hash_seed={durable.hash_seed}, or let the runtime make it"

@@ -17,10 +17,13 @@ from typing import Any
 import pytest
 
 from codeact import (
+    Agent,
     Durable,
     JsonlStore,
+    ModelReply,
     ReplayDiverged,
     Runtime,
+    ScriptedModel,
     ToolCall,
     ToolExecutionResult,
     ToolRegistry,
@@ -300,3 +303,39 @@ def test_a_run_suspended_on_one_host_resumes_on_another(
         assert receipt.startswith("refused: POLICY_DENIED")
         assert not any(name == "pay" for name, _ in effects)
     assert all(count == 1 for count in effects.values())
+
+
+# The agent ---------------------------------------------------------------------------
+
+
+async def test_an_agent_resumes_its_suspended_run_and_the_model_reads_the_result(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    code = ToolCall("r1", "run_code", {"code": TWO_PAYMENTS.replace("pay(2)", "note('end')")})
+    model = ScriptedModel(
+        [
+            ModelReply(tool_calls=(code,)),
+            ModelReply(text="The payment waits for approval."),
+            ModelReply(text="Paid."),
+        ]
+    )
+    async with runtime("jsonl", str(tmp_path), ledger) as host:
+        agent = Agent(host, model, script_session="trip")
+        assert await agent.run("Pay and note it") == "The payment waits for approval."
+        [pending] = host.pending("trip")
+        assert pending.call_id == "r1.1"
+        assert await agent.resume({"r1.1": True}) == "Paid."
+    told = model.requests[-1].messages[-1]
+    assert told["role"] == "user"
+    assert "run_code call r1," in told["content"]
+    assert "r1.1 approved" in told["content"]
+    assert "paid 1" in told["content"]
+    assert [name for name, _ in ledger.lines()] == ["pay", "note", "note"]
+
+
+def test_durable_runs_need_an_executor_that_tapes_them(tmp_path: Path) -> None:
+    from codeact import InProcessExecutor
+
+    durable = Durable(lambda name: JsonlStore(tmp_path / name))
+    with pytest.raises(UsageError, match="ProcessExecutor"):
+        Runtime(ToolRegistry(), durable=durable, executor=InProcessExecutor())
