@@ -28,7 +28,7 @@ import anyio
 
 from ._call import ToolCall
 from ._dispatch import current_invocation
-from ._exceptions import CodeActError, ErrorCode
+from ._exceptions import CodeActError, ErrorCode, UsageError
 from ._json import JsonValue, freeze, thaw
 from ._results import TextBlock, ToolExecutionResult, ToolExecutionSuccess, failure
 from ._run_events import (
@@ -102,6 +102,11 @@ class Durable:
     """
 
     def __init__(self, store: Callable[[str], EventStore], *, hash_seed: int = 0) -> None:
+        if hasattr(store, "append") or not callable(store):  # one store is one session's
+            raise UsageError(
+                "Durable takes a function from a session's name to its store, such as "
+                "lambda session: SqliteStore('runs.db', session)"
+            )
         self.store = store
         self.hash_seed = hash_seed
         self.warm: dict[str, int] = {}  # session -> the worker whose names match its log

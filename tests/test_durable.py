@@ -333,6 +333,11 @@ async def test_an_agent_resumes_its_suspended_run_and_the_model_reads_the_result
     assert [name for name, _ in ledger.lines()] == ["pay", "note", "note"]
 
 
+def test_durable_takes_a_store_per_session_not_one_store(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="lambda session"):
+        Durable(JsonlStore(tmp_path / "one.jsonl"))  # type: ignore[arg-type]
+
+
 def test_durable_runs_need_an_executor_that_tapes_them(tmp_path: Path) -> None:
     from codeact import InProcessExecutor
 
