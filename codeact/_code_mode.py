@@ -235,6 +235,7 @@ def run_code_tool(
                     abort=abort,
                     traced=traced,
                     on_output=printed,
+                    relay=relay,
                 )
                 outcome = await run_durably(durable, this_session, code, parent or RUN_CODE, around)
                 return _script_result(outcome, session_names, code)

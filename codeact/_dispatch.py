@@ -159,6 +159,15 @@ def runs_now(registry: ToolRegistry, name: str) -> bool:
     )
 
 
+def decides_now(registry: ToolRegistry, call: ToolCall, parent: str | None = None) -> bool:
+    """Would ``execute_now`` take this call (rather than return None)? Pure: it runs nothing."""
+    registered = registry.get(call.name)
+    if registered is None or not runs_now(registry, call.name):
+        return False
+    decide_now = registry.policy.decide_now  # type: ignore[attr-defined]
+    return decide_now(_invocation(call, registered, parent)) is not None
+
+
 def execute_now(
     registry: ToolRegistry,
     call: ToolCall,

@@ -19,6 +19,7 @@ import anyio
 
 from ._abort import AbortSignal
 from ._call import ToolCall
+from ._dispatch import decides_now, execute_now
 from ._durable import (
     RUN,
     Durable,
@@ -77,6 +78,7 @@ class Surroundings:
     abort: AbortSignal
     traced: Any
     on_output: Any
+    relay: Any = None  # delivers events from the serving thread on the loop (None: no fast path)
 
 
 async def run_durably(
@@ -242,14 +244,40 @@ async def _execute(
     this_run = DurableRun(session=session, run=run)
 
     def call_tool_now(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult | None:
-        """A recorded answer, served in the worker's serving thread (no trip to the loop);
-        None for anything else, which the loop's path handles."""
+        """A call answered in the worker's serving thread, with no trip to the loop: a
+        recorded answer, or a sync tool the policy lets run without asking (recorded
+        before and after, as on the loop); None for anything else, which the loop takes."""
         position = upcoming[0]
         call = ToolCall(f"{run}.{position}", around.real(name), dumps(arguments))
         served = recorder.served(position, call, name)
         if served is not None:
             upcoming[0] = next(numbers) + 1
-        return served
+            return served
+        if around.relay is None or not decides_now(around.registry, call, around.parent):
+            return None
+        upcoming[0] = next(numbers) + 1
+        plan = recorder.plan(position, call, name)
+        if not isinstance(plan, bool):
+            return plan
+        run_token = RUN.set(this_run)
+        decided_token = DECIDED.set({**DECIDED.get(), call.id: True} if plan else DECIDED.get())
+        try:
+            with attached(around.traced):
+                result = execute_now(
+                    around.registry,
+                    call,
+                    parent=around.parent,
+                    abort=around.abort,
+                    emit=around.relay,
+                )
+        finally:
+            DECIDED.reset(decided_token)
+            RUN.reset(run_token)
+        assert result is not None  # decides_now said it would run here
+        recorder.answered(position, result)
+        if recorder.stopped is not None:
+            raise recorder.stopped
+        return result
 
     async def call_tool(name: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult:
         return (await call_tools([(name, arguments)]))[0]
