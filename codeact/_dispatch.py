@@ -550,11 +550,13 @@ async def execute_many(
     abort: AbortSignal | None = None,
     max_concurrent: int | None = None,
     wait_seconds: float | None = None,
+    on_result: Callable[[int, ToolExecutionResult], None] | None = None,
 ) -> list[ToolExecutionResult]:
     """Concurrency-safe neighbours run together, the others alone, results in call order.
 
     ``max_concurrent`` caps how many run at once; ``wait_seconds`` is how long the caller
     waits for each (a script's tool-wait limit): past it, that call ends as TIMEOUT.
+    ``on_result(index, result)`` hears each result as it comes (in completion order).
     """
     results: list[ToolExecutionResult | None] = [None] * len(calls)
     slots = anyio.CapacityLimiter(max_concurrent) if max_concurrent else None
@@ -573,6 +575,7 @@ async def execute_many(
                     index,
                     slots,
                     wait_seconds,
+                    on_result,
                 )
     return [
         result if result is not None else _never_dispatched(registry, call, parent, abort)
@@ -589,13 +592,18 @@ async def _execute_into(
     index: int,
     slots: anyio.CapacityLimiter | None = None,
     wait_seconds: float | None = None,
+    on_result: Callable[[int, ToolExecutionResult], None] | None = None,
 ) -> None:
     async with slots if slots is not None else contextlib.nullcontext():
         with anyio.move_on_after(wait_seconds if wait_seconds is not None else math.inf):
             results[index] = await execute(registry, call, parent=parent, abort=abort)
-            return
-    message = f"the script waited {wait_seconds:g} s for {call.name!r} (its tool-wait limit)"
-    results[index] = failure(call.id, call.name, ErrorCode.TIMEOUT, message)
+    if results[index] is None:
+        message = f"the script waited {wait_seconds:g} s for {call.name!r} (its tool-wait limit)"
+        results[index] = failure(call.id, call.name, ErrorCode.TIMEOUT, message)
+    if on_result is not None:
+        result = results[index]
+        assert result is not None
+        on_result(index, result)
 
 
 def _groups(registry: ToolRegistry, calls: Sequence[ToolCall]) -> list[list[int]]:

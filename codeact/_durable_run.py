@@ -297,11 +297,8 @@ async def _execute(
                 planned.append((position, call, aborted))
         live = [(p, call, plan) for p, call, plan in planned if isinstance(plan, bool)]
         results = {p: plan for p, _, plan in planned if not isinstance(plan, bool)}
-        if live:
-            ran = await _run_live(live, this_run, around)
-            results.update(ran)
-            for position in ran:  # every answer recorded, then a deferred call suspends
-                recorder.answered(position, ran[position])
+        if live:  # each answer recorded as it comes; then a deferred call suspends the run
+            results.update(await _run_live(live, this_run, around, recorder.answered))
             if recorder.stopped is not None:
                 raise recorder.stopped
         return [results[position] for position, _, _ in planned]
@@ -327,7 +324,10 @@ async def _execute(
 
 
 async def _run_live(
-    live: list[tuple[int, ToolCall, bool]], this_run: DurableRun, around: Surroundings
+    live: list[tuple[int, ToolCall, bool]],
+    this_run: DurableRun,
+    around: Surroundings,
+    answered: Callable[[int, ToolExecutionResult], None],
 ) -> dict[int, ToolExecutionResult]:
     """Run calls for real: with the run's idempotency keys, and a person's approvals."""
     approved = {call.id: True for _, call, decided in live if decided}
@@ -339,6 +339,7 @@ async def _run_live(
             if len(live) == 1:
                 position, call, _ = live[0]
                 result = await around.registry.execute(call, parent=parent, abort=around.abort)
+                answered(position, result)
                 return {position: result}
             results = await around.registry.execute_many(
                 [call for _, call, _ in live],
@@ -346,6 +347,8 @@ async def _run_live(
                 abort=around.abort,
                 max_concurrent=around.limits.max_concurrent_tool_calls,
                 wait_seconds=around.limits.tool_wait_seconds,
+                # in the order they complete: a crash loses no answer that came
+                on_result=lambda index, result: answered(live[index][0], result),
             )
             return {
                 position: result for (position, _, _), result in zip(live, results, strict=True)

@@ -198,10 +198,12 @@ class ToolRegistry:
         abort: AbortSignal | None = None,
         max_concurrent: int | None = None,
         wait_seconds: float | None = None,
+        on_result: Callable[[int, ToolExecutionResult], None] | None = None,
     ) -> list[ToolExecutionResult]:
         """Run a batch: concurrency-safe tools together, others in order; results in call order.
 
-        ``max_concurrent`` caps how many run at once; ``wait_seconds`` bounds each wait.
+        ``max_concurrent`` caps how many run at once; ``wait_seconds`` bounds each wait;
+        ``on_result(index, result)`` hears each result as it comes.
         """
         return await _dispatch.execute_many(
             self,
@@ -210,6 +212,7 @@ class ToolRegistry:
             abort=abort,
             max_concurrent=max_concurrent,
             wait_seconds=wait_seconds,
+            on_result=on_result,
         )
 
 

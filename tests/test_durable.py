@@ -344,3 +344,17 @@ def test_durable_runs_need_an_executor_that_tapes_them(tmp_path: Path) -> None:
     durable = Durable(lambda name: JsonlStore(tmp_path / name))
     with pytest.raises(UsageError, match="ProcessExecutor"):
         Runtime(ToolRegistry(), durable=durable, executor=InProcessExecutor())
+
+
+async def test_calls_made_together_are_recorded_as_each_completes_and_resume_once(
+    host: Runtime, ledger: Ledger
+) -> None:
+    source = (
+        "import asyncio\ndone = await asyncio.gather(note('a'), pay(3), note('b'), add(1, 2))\ndone"
+    )
+    suspended = await start(host, source)
+    assert suspended.error.code == "SUSPENDED"
+    assert sorted(name for name, _ in ledger.lines()) == ["add", "note", "note"]
+    resumed = await host.resume(SESSION, {"c1.2": True})
+    assert script_result(resumed) == ["A", "paid 3", "B", 3]
+    assert sorted(ledger.counts().values()) == [1, 1, 1, 1]
