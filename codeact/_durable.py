@@ -149,6 +149,16 @@ class Durable:
         runs = self.runs(session)
         return runs[-1].pending() if runs and runs[-1].ended is None else []
 
+    def forget(self, session: str) -> None:
+        """Let go of a session's log (its store closed); its record stays in the store."""
+        with self._guard:
+            log = self._logs.pop(session, None)
+            self._indexes.pop(session, None)
+            self.warm.pop(session, None)
+        close = getattr(log.store if log is not None else None, "close", None)
+        if close is not None:
+            close()
+
     def close(self) -> None:
         """Close the stores it opened (their connections); a later run opens them again."""
         with self._guard:

@@ -285,8 +285,11 @@ class Runtime:
         return self.durable
 
     async def close_session(self, session: str) -> None:
-        """Forget a script session: its names, and its worker process if it has one."""
+        """Forget a script session: its names, and its worker process if it has one (a
+        durable session's record stays in its store, to resume or continue later)."""
         await self.executor.close_session(session)
+        if self.durable is not None:
+            self.durable.forget(session)
 
     async def execute_many(
         self,

@@ -358,3 +358,13 @@ async def test_calls_made_together_are_recorded_as_each_completes_and_resume_onc
     resumed = await host.resume(SESSION, {"c1.2": True})
     assert script_result(resumed) == ["A", "paid 3", "B", 3]
     assert sorted(ledger.counts().values()) == [1, 1, 1, 1]
+
+
+async def test_a_closed_session_is_let_go_and_continues_from_its_record(host: Runtime) -> None:
+    await start(host, "kept = add(20, 22)", "c0")
+    assert host.durable is not None
+    assert "durable" in host.durable.warm
+    await host.close_session(SESSION)
+    assert host.durable.warm == {}
+    again = await start(host, "kept", "c2")  # a new worker, rebuilt from the record
+    assert script_result(again) == 42
