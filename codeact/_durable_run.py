@@ -103,6 +103,14 @@ async def _run(
     seed = around.runner.hash_seed
     if resume is not None and unfinished is None and runs and runs[-1].run == run_id:
         return recorded_outcome(runs[-1])  # it ended before the host that ran it could tell
+    for run in runs:  # checked before anything is written: a refusal leaves no trace
+        if run.started.hash_seed != seed:
+            raise ToolError(
+                f"run {run.run} was recorded by workers with hash seed "
+                f"{run.started.hash_seed}, and this runtime's have {seed}: resume it with "
+                f"Durable(..., hash_seed={run.started.hash_seed})",
+                ErrorCode.REPLAY_DIVERGED,
+            )
     if resume is not None:
         if unfinished is None or unfinished.run != run_id:
             raise ToolError(f"run {run_id} of session {session!r} is not waiting to resume")
@@ -133,14 +141,6 @@ async def _run(
         )
         log.append(RunStarted(run=run_id, source=source, hash_seed=seed))
         current, earlier = durable.runs(session)[-1], runs
-    for run in [*earlier, current]:
-        if run.started.hash_seed != seed:
-            raise ToolError(
-                f"run {run.run} was recorded by workers with hash seed "
-                f"{run.started.hash_seed}, and this runtime's have {seed}: resume it with "
-                f"Durable(..., hash_seed={run.started.hash_seed})",
-                ErrorCode.REPLAY_DIVERGED,
-            )
     worker = around.runner.session_worker(session)
     rebuild = resume is not None or worker is None or durable.warm.get(session) != worker
     durable.warm.pop(session, None)

@@ -368,3 +368,18 @@ async def test_a_closed_session_is_let_go_and_continues_from_its_record(host: Ru
     assert host.durable.warm == {}
     again = await start(host, "kept", "c2")  # a new worker, rebuilt from the record
     assert script_result(again) == 42
+
+
+async def test_a_record_made_under_another_hash_seed_is_refused_and_left_as_it_was(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    async with runtime("jsonl", str(tmp_path), ledger) as host:
+        await start(host, "kept = add(1, 2)", "c0")
+    log = tmp_path / f"{SESSION}.jsonl"
+    before = log.read_text()
+    other = Durable(open_store("jsonl", str(tmp_path)), hash_seed=HASH_SEED + 1)
+    async with Runtime(registry(ledger), durable=other) as host:
+        refused = await start(host, "kept", "c1")
+    assert refused.error.code == "REPLAY_DIVERGED"
+    assert f"hash_seed={HASH_SEED}" in refused.error.message
+    assert log.read_text() == before
