@@ -358,7 +358,18 @@ class RunRecorder:
         answered = self.record.answers.get(position)
         if answered is not None:
             return result_of(call, answered.answer)
+        if not self.live:  # an earlier run, replayed: it ended, so only a cancel leaves this
+            if self._cancelled():
+                raise _Aborted
+            raise self._stop(
+                ErrorCode.REPLAY_DIVERGED,
+                f"the record of run {self.record.run} has no answer for call {call.id}",
+            )
         return self._settle(position, call)
+
+    def _cancelled(self) -> bool:
+        ended = self.record.ended
+        return ended is not None and ended.code == ErrorCode.ABORTED
 
     def served(self, position: int, call: ToolCall, script_name: str) -> ToolExecutionResult | None:
         """The recorded answer to a call that matches its record exactly, else None (the
@@ -379,8 +390,7 @@ class RunRecorder:
 
     def _new(self, position: int, call: ToolCall, script_name: str) -> bool:
         if not self.live:
-            ended = self.record.ended
-            if ended is not None and ended.code == ErrorCode.ABORTED:
+            if self._cancelled():
                 raise _Aborted  # the run was cancelled here: its later calls got ABORTED
             raise self._stop(
                 ErrorCode.REPLAY_DIVERGED,

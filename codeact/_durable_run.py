@@ -213,6 +213,8 @@ async def _replay(
     short = recorder.unreached()
     if short is not None:
         raise ToolError(short, ErrorCode.REPLAY_DIVERGED)
+    if past.ended is not None and past.ended.code == ErrorCode.ABORTED:
+        return  # cancelled from outside: how it ended after that point is not its record's
     code = None if outcome.error is None else outcome.error.code
     recorded = past.ended.code if past.ended is not None else None
     if code != recorded:
@@ -256,7 +258,10 @@ async def _execute(
         if around.relay is None or not decides_now(around.registry, call, around.parent):
             return None
         upcoming[0] = next(numbers) + 1
-        plan = recorder.plan(position, call, name)
+        try:
+            plan = recorder.plan(position, call, name)
+        except _Aborted:
+            return failure(call.id, call.name, ErrorCode.ABORTED, "the run was cancelled")
         if not isinstance(plan, bool):
             return plan
         run_token = RUN.set(this_run)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from codeact import (
@@ -383,3 +384,36 @@ async def test_a_record_made_under_another_hash_seed_is_refused_and_left_as_it_w
     assert refused.error.code == "REPLAY_DIVERGED"
     assert f"hash_seed={HASH_SEED}" in refused.error.message
     assert log.read_text() == before
+
+
+async def test_a_cancelled_run_ends_in_its_record_and_its_session_is_rebuilt_later(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    started = anyio.Event()
+
+    @tool
+    async def block() -> str:
+        """Wait until cancelled."""
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    def tools() -> ToolRegistry:
+        found = registry(ledger)
+        found.register(block)
+        return found
+
+    durable = Durable(open_store("jsonl", str(tmp_path)), hash_seed=HASH_SEED)
+    async with Runtime(tools(), durable=durable) as host, anyio.create_task_group() as group:
+        group.start_soon(start, host, "before = note('a')\nblock()\nafter = note('b')")
+        with anyio.fail_after(60):
+            await started.wait()
+        group.cancel_scope.cancel()
+    log = tmp_path / f"{SESSION}.jsonl"
+    last = json.loads(log.read_text().splitlines()[-1])
+    assert (last["kind"], last["code"]) == ("run_ended", "ABORTED")
+    again = Durable(open_store("jsonl", str(tmp_path)), hash_seed=HASH_SEED)
+    async with Runtime(tools(), durable=again) as other:  # rebuilt up to the cancel point
+        later = await start(other, "[before, 'after' in globals()]", "c2")
+    assert script_result(later) == ["A", False]
+    assert ledger.lines() == [("note", f"{SESSION}/c1.1")]
