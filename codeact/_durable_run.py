@@ -368,9 +368,8 @@ def _repeatable(registry: ToolRegistry) -> Callable[[str], bool]:
     idempotent or read-only."""
 
     def repeatable(name: str) -> bool:
-        tool = registry.get(name)
-        hints = (tool.annotations or {}) if tool is not None else {}
-        return bool(hints.get("idempotentHint") or hints.get("readOnlyHint"))
+        found = registry.get(name)
+        return not registry.writes(name) or (found is not None and found.repeatable)
 
     return repeatable
 

@@ -77,6 +77,7 @@ class ToolRegistry:
         self._post_hooks = tuple(post_hooks)
         self._listeners = list(listeners)
         self._version = 0
+        self._writes: dict[str, bool] = {}  # overrides of what tools' annotations say
 
     # Registration -------------------------------------------------------------
 
@@ -112,6 +113,22 @@ class ToolRegistry:
         if found is None and self.parent is not None:
             return self.parent.get(name)
         return found
+
+    def writes(self, name: str) -> bool:
+        """May a call of ``name`` change something? This registry's override (``mark``),
+        else its parent's, else the tool's own annotations (no annotation: it may)."""
+        registry: ToolRegistry | None = self
+        while registry is not None:
+            if name in registry._writes:
+                return registry._writes[name]
+            registry = registry.parent
+        found = self.get(name)
+        return True if found is None else found.writes
+
+    def mark(self, name: str, *, writes: bool) -> None:
+        """Say whether calls of ``name`` write, here and in child registries, whatever its
+        annotations say (a server's tool whose hints are missing or wrong)."""
+        self._writes[name] = writes
 
     def tools(self) -> list[Tool]:
         """Visible tools in a stable order: inherited ones first, then our own."""

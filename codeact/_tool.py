@@ -119,6 +119,18 @@ class Tool:
         )
 
     @property
+    def writes(self) -> bool:
+        """May a call change something? MCP's reading: only ``readOnlyHint`` says it does
+        not; with no annotation a tool may write."""
+        return not (self.annotations or {}).get("readOnlyHint", False)
+
+    @property
+    def repeatable(self) -> bool:
+        """May a call simply be made again (read-only, or idempotent by its key)?"""
+        hints = self.annotations or {}
+        return bool(hints.get("readOnlyHint") or hints.get("idempotentHint"))
+
+    @property
     def parameter_names(self) -> tuple[str, ...]:
         """Parameter names in schema order: the order positional arguments map to."""
         properties = self.parameters.get("properties")
@@ -139,6 +151,9 @@ def tool(
     concurrency_safe: bool = False,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
     annotations: Mapping[str, JsonValue] | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -153,13 +168,34 @@ def tool(
     concurrency_safe: bool = False,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
     annotations: Mapping[str, JsonValue] | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed, docstringed function (sync or async) into a :class:`Tool`.
 
     The parameters schema comes from the signature (through pydantic), the
     description from the docstring, each parameter's description from its
     ``Args:`` entry, and the output schema from the return annotation.
+    ``read_only``, ``destructive`` and ``idempotent`` are MCP's ``readOnlyHint``,
+    ``destructiveHint`` and ``idempotentHint``, set in ``annotations``.
     """
+    flags = {
+        hint: value
+        for hint, value in (
+            ("readOnlyHint", read_only),
+            ("destructiveHint", destructive),
+            ("idempotentHint", idempotent),
+        )
+        if value is not None
+    }
+    hinted: dict[str, JsonValue] | None = (
+        {**(annotations or {}), **flags}
+        if flags
+        else None
+        if annotations is None
+        else dict(annotations)
+    )
 
     def build(fn: Callable[..., Any]) -> Tool:
         signature = derive_signature(fn)
@@ -174,7 +210,7 @@ def tool(
             render=render,
             concurrency_safe=concurrency_safe,
             max_content_chars=max_content_chars,
-            annotations=None if annotations is None else dict(annotations),
+            annotations=None if hinted is None else dict(hinted),
         )
 
     return build if function is None else build(function)
