@@ -318,6 +318,7 @@ class RunRecorder:
         self._repeatable = repeatable
         self._reads: list[list[JsonValue]] = []
         self.stopped: Stop | None = None
+        self._asked: dict[int, ToolCall] = {}  # the calls this execution planned, by position
         self.asked = 0  # the last position the script reached
 
     # The worker's tape ------------------------------------------------------------------
@@ -339,6 +340,7 @@ class RunRecorder:
         if self.stopped is not None:  # a batch's later calls, after one stopped the run
             raise self.stopped
         self.asked = max(self.asked, position)
+        self._asked[position] = call
         recorded = self.record.calls.get(position)
         if recorded is None:
             return self._new(position, call, script_name)
@@ -446,7 +448,8 @@ class RunRecorder:
             self.append(
                 RunSuspended(run=self.record.run, position=position, reason=result.error.message)
             )
-            self._suspend(result, result.error.message)
+            asked = self._asked.get(position)
+            self._suspend(asked or ToolCall(result.call_id, result.name), result.error.message)
             return
         if position not in self.record.answers:
             self.append(
@@ -465,12 +468,12 @@ class RunRecorder:
                 ErrorCode.CODE_RUNTIME_ERROR, f"the run's log could not be written ({error})"
             ) from None
 
-    def _suspend(self, call: ToolCall | ToolExecutionResult, reason: str) -> Stop:
-        call_id = call.id if isinstance(call, ToolCall) else call.call_id
+    def _suspend(self, call: ToolCall, reason: str) -> Stop:
         return self._stop(
             ErrorCode.SUSPENDED,
-            f"the run is suspended at call {call_id} ({call.name}): {reason}. Nothing after "
-            "it ran. It resumes when someone decides (Runtime.resume); its record is kept.",
+            f"the run is suspended at call {call.id}, {call.name}({_shown(call.arguments)}): "
+            f"{reason}. Nothing after it ran. It resumes when someone decides "
+            "(Runtime.resume); its record is kept.",
         )
 
     def _stop(self, code: str, message: str) -> Stop:
@@ -501,7 +504,17 @@ def decisions_for(run: RecordedRun, decisions: Mapping[str, bool]) -> list[RunDe
 
 
 def _shown(arguments: str, limit: int = 200) -> str:
-    text = arguments[1:-1] if arguments.startswith("{") else arguments
+    """A call's arguments as a script writes them (``amount=5``), cut at ``limit``."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        text = ", ".join(
+            f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in parsed.items()
+        )
+    else:
+        text = arguments
     return text if len(text) <= limit else text[:limit] + "..."
 
 
