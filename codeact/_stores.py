@@ -237,7 +237,11 @@ class PostgresStore(_Connected):
             try:
                 with connection.transaction():
                     connection.execute(_PG_SCHEMA)
-            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+            except (
+                psycopg.errors.UniqueViolation,
+                psycopg.errors.DuplicateTable,
+                psycopg.errors.DuplicateObject,  # its row type, made by the same race
+            ):
                 pass  # another process created it at the same moment
             self._connection = connection
         return self._connection
