@@ -26,7 +26,6 @@ from ._durable import (
     DurableRun,
     RecordedRun,
     RunRecorder,
-    Stop,
     _Aborted,
     decisions_for,
 )
@@ -320,8 +319,6 @@ async def _execute(
             tape=recorder,
         )
         return outcome
-    except Stop:  # the worker's outcome diverged: its names are no longer the log's
-        return ScriptOutcome()
     except anyio.get_cancelled_exc_class():
         if recorder.live and recorder.stopped is None:  # cancelled: the run ends here
             recorder.append(RunEnded(run=run, code=ErrorCode.ABORTED, reads=recorder.take_reads()))

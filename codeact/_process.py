@@ -371,6 +371,9 @@ class Worker:
             return host_outcome(message, serving.records, serving.limits)
         except Forged as forged:
             raise self._refused(forged) from None
+        except Exception as error:  # the run's tape refused it (a replay that diverged)
+            self._kill_now()  # its names are not the record's: no later run may use them
+            raise WorkerLost(f"the host stopped the run ({error})") from None
 
     def _serve(self, message: dict[str, Any] | None, serving: _Serving) -> ScriptOutcome:
         """The rest of a run, from ``message`` (None: the next one) to its outcome, in this

@@ -76,3 +76,21 @@ def test_a_replay_reads_the_clock_and_entropy_from_its_record(tmp_path: Path, re
     with _runtime(tmp_path) as second:  # a new worker rebuilds v from the record
         replayed = second.execute_sync(ToolCall("after", "run_code", {"code": "v"}), session="s")
     assert replayed.value["result"] == recorded.value["result"]
+
+
+def test_a_reading_of_another_kind_than_the_record_kills_the_worker_that_made_it(
+    tmp_path: Path,
+) -> None:
+    with _runtime(tmp_path) as first:
+        first.execute_sync(
+            ToolCall("run", "run_code", {"code": "import time\nv = time.time()\nv"}), session="s"
+        )
+    log = tmp_path / "s.jsonl"
+    forged = log.read_text().replace('[\\"time\\", ', '[\\"time_ns\\", ')
+    assert forged != log.read_text()
+    log.write_text(forged)  # the record says the clock was read in nanoseconds
+    with _runtime(tmp_path) as second:
+        again = second.execute_sync(ToolCall("after", "run_code", {"code": "v"}), session="s")
+        assert again.error.code == "REPLAY_DIVERGED"
+        assert "the record has time_ns, the script read time" in again.error.message
+        assert second.executor.session_worker("s") is None  # type: ignore[attr-defined]
