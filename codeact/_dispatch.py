@@ -159,13 +159,19 @@ def runs_now(registry: ToolRegistry, name: str) -> bool:
     )
 
 
-def decides_now(registry: ToolRegistry, call: ToolCall, parent: str | None = None) -> bool:
-    """Would ``execute_now`` take this call (rather than return None)? Pure: it runs nothing."""
+def decides_now(
+    registry: ToolRegistry,
+    call: ToolCall,
+    parent: str | None = None,
+    plain: dict[str, JsonValue] | None = None,
+) -> bool:
+    """Would ``execute_now`` take this call (rather than return None)? Pure: it runs nothing.
+    ``plain`` as in ``execute_now``."""
     registered = registry.get(call.name)
     if registered is None or not runs_now(registry, call.name):
         return False
     decide_now = registry.policy.decide_now  # type: ignore[attr-defined]
-    return decide_now(_invocation(call, registered, parent)) is not None
+    return decide_now(_invocation(call, registered, parent, plain)) is not None
 
 
 def execute_now(
@@ -193,17 +199,7 @@ def execute_now(
         return None
     decide_now = registry.policy.decide_now  # type: ignore[attr-defined]
     started = time.perf_counter()
-    if plain is None:
-        invocation = _invocation(call, registered, parent)
-    else:  # already parsed and detached by the caller: frozen without a second parse
-        invocation = Invocation(
-            call_id=call.id,
-            name=call.name,
-            arguments=freeze(plain),
-            raw_arguments=call.arguments,
-            parent=parent,
-            tool=registered,
-        )
+    invocation = _invocation(call, registered, parent, plain)  # plain: frozen without a parse
     verdict = decide_now(invocation)  # rules only: pure, and the same answer decide gives
     if verdict is None:
         return None
@@ -294,11 +290,17 @@ async def _run(
 # Steps ---------------------------------------------------------------------------
 
 
-def _invocation(call: ToolCall, registered: Tool, parent: str | None) -> Invocation:
+def _invocation(
+    call: ToolCall,
+    registered: Tool,
+    parent: str | None,
+    plain: dict[str, JsonValue] | None = None,
+) -> Invocation:
+    """The call's invocation; ``plain``: its arguments already parsed and detached."""
     return Invocation(
         call_id=call.id,
         name=call.name,
-        arguments=_freeze_arguments(call.arguments),
+        arguments=_freeze_arguments(call.arguments) if plain is None else freeze(plain),
         raw_arguments=call.arguments,
         parent=parent,
         tool=registered,

@@ -29,7 +29,7 @@ import anyio
 from ._call import ToolCall
 from ._dispatch import current_invocation
 from ._exceptions import CodeActError, ErrorCode, UsageError
-from ._json import JsonValue, freeze, thaw
+from ._json import JsonValue, freeze
 from ._results import TextBlock, ToolExecutionResult, ToolExecutionSuccess, failure
 from ._run_events import (
     RunDecided,
@@ -41,6 +41,7 @@ from ._run_events import (
 )
 from ._session import Session
 from ._stores import EventStore
+from ._worker_messages import answer_message
 
 EFFECT_UNKNOWN = (
     "the run was interrupted while this call ran, so whether it took effect is unknown, "
@@ -211,13 +212,6 @@ class RecordedRun:
         ]
 
 
-def recorded_runs(events: Iterable[Any]) -> list[RecordedRun]:
-    """The runs a log records, in the order they began."""
-    index = RunIndex()
-    index.feed(list(events))
-    return list(index.runs.values())
-
-
 class RunIndex:
     """The runs of one session's log, kept up to date as the log grows (a run's start
     does not read the session's whole history again)."""
@@ -269,10 +263,8 @@ class Stop(Exception):
 
 
 def answer_json(result: ToolExecutionResult) -> str:
-    """What the script received, as JSON text (the record's and the worker's form)."""
-    if result.is_error:
-        return json.dumps({"ok": False, "code": result.error.code, "message": result.error.message})
-    return json.dumps({"ok": True, "value": thaw(result.value)}, ensure_ascii=False)
+    """What the script received, as JSON text: the message its worker was sent."""
+    return json.dumps(answer_message(result), ensure_ascii=False)
 
 
 def result_of(call: ToolCall, answer: str) -> ToolExecutionResult:
@@ -288,9 +280,6 @@ def result_of(call: ToolCall, answer: str) -> ToolExecutionResult:
     )
 
 
-Execute = Callable[[list[ToolCall]], Any]
-
-
 class RunRecorder:
     """One execution of a recorded run: what the record has is served, the rest recorded.
 
@@ -304,14 +293,12 @@ class RunRecorder:
         log: Session,
         run: RecordedRun,
         *,
-        session: str,
         fresh: bool,
         live: bool,
         repeatable: Callable[[str], bool],
     ) -> None:
         self.log = log
         self.record = run
-        self.session = session
         self.fresh = fresh
         self.live = live
         self.replay = run.readings()
@@ -530,5 +517,4 @@ __all__ = [
     "Stop",
     "decisions_for",
     "idempotency_key",
-    "recorded_runs",
 ]

@@ -30,7 +30,7 @@ from ._durable import (
     decisions_for,
 )
 from ._exceptions import ErrorCode, ToolError
-from ._json import JsonValue, dumps
+from ._json import JsonValue, detach, dumps
 from ._policy import DECIDED
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult, failure
@@ -149,7 +149,6 @@ async def _run(
     recorder = RunRecorder(
         log,
         current,
-        session=session,
         fresh=rebuild and not earlier,
         live=True,
         repeatable=_repeatable(around.registry),
@@ -203,9 +202,7 @@ async def _replay(
     log: Session, session: str, past: RecordedRun, around: Surroundings, *, fresh: bool
 ) -> None:
     """Re-run an earlier run from its record, to rebuild the names it left."""
-    recorder = RunRecorder(
-        log, past, session=session, fresh=fresh, live=False, repeatable=lambda name: False
-    )
+    recorder = RunRecorder(log, past, fresh=fresh, live=False, repeatable=lambda name: False)
     outcome = await _execute(recorder, session, past.started.source, around, quiet=True)
     if recorder.stopped is not None:
         raise ToolError(recorder.stopped.message, recorder.stopped.code)
@@ -249,12 +246,14 @@ async def _execute(
         recorded answer, or a sync tool the policy lets run without asking (recorded
         before and after, as on the loop); None for anything else, which the loop takes."""
         position = upcoming[0]
-        call = ToolCall(f"{run}.{position}", around.real(name), dumps(arguments))
+        plain = detach(arguments)  # a copy of this call's own, parsed once for both steps
+        assert isinstance(plain, dict)
+        call = ToolCall(f"{run}.{position}", around.real(name), dumps(plain))
         served = recorder.served(position, call, name)
         if served is not None:
             upcoming[0] = next(numbers) + 1
             return served
-        if around.relay is None or not decides_now(around.registry, call, around.parent):
+        if around.relay is None or not decides_now(around.registry, call, around.parent, plain):
             return None
         upcoming[0] = next(numbers) + 1
         try:
@@ -273,6 +272,7 @@ async def _execute(
                     parent=around.parent,
                     abort=around.abort,
                     emit=around.relay,
+                    plain=plain,
                 )
         finally:
             DECIDED.reset(decided_token)

@@ -43,7 +43,7 @@ from ._executors import (
     bounded_tool_caller,
     taken,
 )
-from ._json import JsonValue, thaw
+from ._json import JsonValue
 from ._pipe import Garbled, PipeClosed, WorkerPipe
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
@@ -54,6 +54,7 @@ from ._threads import SessionThread
 from ._worker_folders import FOLDER_PREFIX, new_folder, remove_folder, sweep_stale_folders
 from ._worker_messages import (
     Forged,
+    answer_message,
     asked_calls,
     checked,
     host_outcome,
@@ -431,7 +432,7 @@ class Worker:
                         code=result.error.code if result.is_error else None,
                     )
                 )
-            replies = [_answer_json(result) for result in results]
+            replies = [answer_message(result) for result in results]
             reply = replies[0] if op == "call" else {"op": "results", "results": replies}
             self._send(reply, serving.deadline)
 
@@ -652,17 +653,6 @@ def _spawn(
 
 def _aborted(name: str) -> ToolExecutionResult:
     return failure("script", name, ErrorCode.ABORTED, "the run was cancelled")
-
-
-def _answer_json(result: ToolExecutionResult) -> dict[str, Any]:
-    if result.is_error:
-        return {
-            "op": "result",
-            "ok": False,
-            "code": result.error.code,
-            "message": result.error.message,
-        }
-    return {"op": "result", "ok": True, "value": thaw(result.value)}
 
 
 class AtCapacity(Exception):

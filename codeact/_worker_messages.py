@@ -17,7 +17,8 @@ from typing import Any
 from stdlib_bindings._recorded import FLOAT_KINDS, INT_KINDS, MAX_ENTROPY_BYTES
 
 from ._exceptions import ErrorCode
-from ._json import JsonValue
+from ._json import JsonValue, thaw
+from ._results import ToolExecutionResult
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._sandbox._outcome import outcome_from_json
 
@@ -110,6 +111,18 @@ def _reading_fits(kind: Any, value: Any) -> bool:
     return False
 
 
+def answer_message(result: ToolExecutionResult) -> dict[str, Any]:
+    """What a script receives for a call, as the worker is sent it (and a record keeps it)."""
+    if result.is_error:
+        return {
+            "op": "result",
+            "ok": False,
+            "code": result.error.code,
+            "message": result.error.message,
+        }
+    return {"op": "result", "ok": True, "value": thaw(result.value)}
+
+
 def printed_text(message: dict[str, Any]) -> str:
     text = message.get("text")
     if type(text) is not str:
@@ -161,6 +174,7 @@ def bounded(text: str, limit: int) -> str:
 
 __all__ = [
     "Forged",
+    "answer_message",
     "asked_calls",
     "bounded",
     "checked",

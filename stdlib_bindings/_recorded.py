@@ -25,7 +25,6 @@ MAX_READINGS = 100_000  # per run: a clock read in a loop must not grow the reco
 MAX_ENTROPY_BYTES = 4_096  # per reading
 FLOAT_KINDS = frozenset({"time", "monotonic", "perf_counter"})
 INT_KINDS = frozenset({"time_ns", "monotonic_ns", "perf_counter_ns"})
-KINDS = FLOAT_KINDS | INT_KINDS | {"entropy"}
 
 
 class Tape:
@@ -209,4 +208,14 @@ def register_clock_methods() -> None:
     register_host_method(datetime.date, "today", _date_today)
 
 
-__all__ = ["ENTROPY", "KINDS", "MAX_READINGS", "TAPE", "Tape", "clock", "entropy", "uuid4"]
+__all__ = [
+    "ENTROPY",
+    "FLOAT_KINDS",
+    "INT_KINDS",
+    "MAX_READINGS",
+    "TAPE",
+    "Tape",
+    "clock",
+    "entropy",
+    "uuid4",
+]
