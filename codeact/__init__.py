@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         ScriptMismatch,
     )
     from ._modes import Mode, Runtime
+    from ._plan import Approval, Plan, PlannedWrite, PlanPolicy, PreviewEnd
     from ._policy import (
         LATER,
         Action,
@@ -146,6 +147,11 @@ _EXPORTS: dict[str, str] = {
     "LATER": "._policy",
     "Later": "._policy",
     "Durable": "._durable",
+    "Approval": "._plan",
+    "Plan": "._plan",
+    "PlannedWrite": "._plan",
+    "PlanPolicy": "._plan",
+    "PreviewEnd": "._plan",
     "PendingCall": "._durable",
     "ReplayDiverged": "._durable",
     "idempotency_key": "._durable",
@@ -252,6 +258,7 @@ __all__ = [  # noqa: RUF022 (plain sorted order: LATER among the Ls)
     "Agent",
     "AgentEvent",
     "AnthropicModel",
+    "Approval",
     "Approver",
     "AssistantMessage",
     "AudioBlock",
@@ -296,8 +303,12 @@ __all__ = [  # noqa: RUF022 (plain sorted order: LATER among the Ls)
     "OpenAIChatModel",
     "Owner",
     "PendingCall",
+    "Plan",
+    "PlanPolicy",
+    "PlannedWrite",
     "Policy",
     "PostgresStore",
+    "PreviewEnd",
     "ProcessExecutor",
     "ReplayDiverged",
     "ResourceBlock",

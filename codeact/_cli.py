@@ -139,15 +139,68 @@ async def run_script(
         await executor.aclose()
 
 
+async def run_previewed(
+    source: str, *, registry: ToolRegistry, limits: Limits, folder: str
+) -> ToolExecutionResult:
+    """Run ``source`` previewed: its plan is shown on stderr and decided on stdin, once."""
+    from ._durable import Durable
+    from ._modes import Runtime
+    from ._policy import RulePolicy
+    from ._stores import SqliteStore
+
+    if registry.own_policy is None:
+        registry.set_policy(RulePolicy(approver=ask_on_terminal))
+    record = os.path.join(folder, "runs.db")
+    runtime = Runtime(registry, limits=limits, durable=Durable(lambda s: SqliteStore(record, s)))
+    async with runtime:
+        return await runtime.execute(
+            ToolCall("cli", RUN_CODE, {"code": source, "preview": True}), mode="code"
+        )
+
+
+def ask_on_terminal(question: Any) -> bool | dict[str, bool]:
+    """The command line's approver: a plan (or a call) shown on stderr, answered on stdin
+    with y, n, or per tool (``send=y,log=n``)."""
+    from ._plan import Plan
+
+    if isinstance(question, Plan):
+        print(question.text(), file=sys.stderr)
+        print("Make these writes? [y/N, or per tool: TOOL=y,TOOL=n] ", end="", file=sys.stderr)
+    else:
+        print(f"Allow {question.name}? [y/N] ", end="", file=sys.stderr)
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip()
+    if "=" in answer and isinstance(question, Plan):
+        return {
+            tool.strip(): decided.strip().lower().startswith("y")
+            for tool, _, decided in (part.partition("=") for part in answer.split(","))
+        }
+    return answer.lower() in ("y", "yes")
+
+
 def command_run(options: argparse.Namespace) -> int:
     path = Path(options.script)
+    if options.preview and (options.script == "-" or options.executor != "process"):
+        raise UsageFailure(
+            "--preview reads its decision from standard input and records the run in a "
+            "worker process: give the script as a file, with --executor process"
+        )
     try:
         source = sys.stdin.read() if options.script == "-" else path.read_text(encoding="utf-8")
     except OSError as error:
         raise UsageFailure(f"cannot read {options.script}: {error}") from None
     registry = build_registry(options)
-    executor = make_executor(options)
-    result = anyio.run(lambda: run_script(source, registry=registry, executor=executor))
+    if options.preview:
+        import tempfile
+
+        limits = make_limits(options)
+        with tempfile.TemporaryDirectory(prefix="codeact-preview-") as folder:
+            result = anyio.run(
+                lambda: run_previewed(source, registry=registry, limits=limits, folder=folder)
+            )
+    else:
+        executor = make_executor(options)
+        result = anyio.run(lambda: run_script(source, registry=registry, executor=executor))
     if options.json:
         payload: dict[str, Any] = {"is_error": result.is_error, "content": result.text}
         if result.is_error:
@@ -336,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tool_options(run)
     _add_run_options(run)
     run.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    run.add_argument(
+        "--preview",
+        action="store_true",
+        help="plan the script's writes first, show the plan and make them only once approved",
+    )
     run.set_defaults(parser=run, handler=command_run)
     schemas = commands.add_parser("schemas", help="print the advertisement for a mode and format")
     schemas.add_argument("--mode", choices=("native", "code", "both"), default="both")

@@ -12,14 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from ._abort import AbortSignal
 from ._call import ToolCall
+from ._commit import run_with_plans
 from ._dispatch import current_invocation, execute_now, runs_now
 from ._durable import Durable
-from ._durable_run import Surroundings, known_names, run_durably
+from ._durable_run import Surroundings, known_names
 from ._events import EventRelay, PrintedLines
-from ._exceptions import ToolError, UsageError
+from ._exceptions import ErrorCode, ToolError, UsageError
 from ._executors import Executor, SyncToolCaller
 from ._json import FrozenJson, JsonValue, detach, dumps
 from ._media import render_value
+from ._plan import PlanPolicy
 from ._precheck import check_script, script_names
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry
@@ -42,6 +44,7 @@ OUTPUT_SCHEMA: dict[str, JsonValue] = {
     "properties": {
         "result": {},
         "output": {"type": "string"},
+        "plan": {"type": "string"},
         "tool_calls": {
             "type": "array",
             "items": {
@@ -140,6 +143,7 @@ def run_code_tool(
     modules: frozenset[str] | None = None,
     precheck: bool = True,
     durable: Durable | None = None,
+    plans: PlanPolicy | None = None,
 ) -> Tool:
     """The reserved ``run_code`` tool for ``registry``: register it in a child registry.
 
@@ -151,6 +155,9 @@ def run_code_tool(
 
     ``durable``: every run is recorded in its session's log, so it can suspend for a
     decision, survive a crash of its worker or host, and resume (``Runtime.resume``).
+    It also gives run_code its ``preview`` option: the script's writes are planned, the
+    policy's approver decides the plan once, and the commit makes the approved writes.
+    ``plans`` bounds what a plan may hold (and may preview every run).
     """
     from stdlib_bindings._names import DEFAULT_MODULES
 
@@ -177,7 +184,7 @@ def run_code_tool(
             bound[:] = [(version, MappingProxyType(table), named)]
         return bound[0][1], bound[0][2]
 
-    async def run_code(code: str) -> dict[str, Any]:
+    async def run_code(code: str, preview: bool = False) -> dict[str, Any]:
         tools, named = tool_table()
         real = named.tool_name  # a script calls get_sum; the registry knows get-sum
         this_session = SCRIPT_SESSION.get() or session
@@ -237,8 +244,25 @@ def run_code_tool(
                     on_output=printed,
                     relay=relay,
                 )
-                outcome = await run_durably(durable, this_session, code, parent or RUN_CODE, around)
-                return _script_result(outcome, session_names, code)
+                committed = await run_with_plans(
+                    durable,
+                    this_session,
+                    code,
+                    parent or RUN_CODE,
+                    around,
+                    plans,
+                    preview=preview or (plans is not None and plans.always),
+                )
+                value = _script_result(committed.outcome, session_names, code)
+                if committed.plans:
+                    value["plan"] = "\n\n".join(committed.plans)
+                return value
+            if preview:
+                raise ToolError(
+                    "preview needs a durable runtime (Runtime(..., durable=Durable(...))): "
+                    "the script was not run",
+                    ErrorCode.INVALID_ARGUMENTS,
+                )
             offered: dict[str, Any] = {
                 "call_tools": call_tools,
                 "call_tool_now": call_tool_now,
@@ -262,7 +286,10 @@ def run_code_tool(
         description=describe_run_code(registry, modules=modules, limits=limits),
         parameters={
             "type": "object",
-            "properties": {"code": {"type": "string", "description": "The Python script to run."}},
+            "properties": {
+                "code": {"type": "string", "description": "The Python script to run."},
+                **({} if durable is None else {"preview": PREVIEW_PARAMETER}),
+            },
             "required": ["code"],
             "additionalProperties": False,
         },
@@ -276,6 +303,15 @@ def run_code_tool(
         # a script may call any tool: nothing is promised about what it touches
         annotations={"title": "Run Python code", "readOnlyHint": False, "openWorldHint": True},
     )
+
+
+PREVIEW_PARAMETER: dict[str, JsonValue] = {
+    "type": "boolean",
+    "description": (
+        "Preview first: tools that write are not called but planned (each returns a "
+        "placeholder), and the whole plan is approved once before its writes are made."
+    ),
+}
 
 
 def _script_result(outcome: ScriptOutcome, session_names: set[str], code: str) -> dict[str, Any]:
@@ -344,6 +380,9 @@ def render_success(
     the result holds (an image a tool gave the script) follow as blocks of their own."""
     assert isinstance(value, Mapping)
     parts = []
+    plan = value.get("plan")
+    if plan:
+        parts.append(str(plan))
     output = value.get("output")
     if output:
         parts.append(f"Output:\n{output}".rstrip())

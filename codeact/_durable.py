@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,10 +31,12 @@ from ._call import ToolCall
 from ._dispatch import current_invocation
 from ._exceptions import CodeActError, ErrorCode, UsageError
 from ._json import JsonValue, freeze
+from ._plan import PLANNED_REASON, PreviewEnd, pending_refs, resolved
 from ._results import TextBlock, ToolExecutionResult, ToolExecutionSuccess, failure
 from ._run_events import (
     RunDecided,
     RunEnded,
+    RunPreviewed,
     RunStarted,
     RunSuspended,
     ScriptCallAnswered,
@@ -41,7 +44,7 @@ from ._run_events import (
 )
 from ._session import Session
 from ._stores import EventStore
-from ._worker_messages import answer_message
+from ._worker_messages import PLANNED, answer_message
 
 EFFECT_UNKNOWN = (
     "the run was interrupted while this call ran, so whether it took effect is unknown, "
@@ -179,11 +182,26 @@ class RecordedRun:
     answers: dict[int, ScriptCallAnswered] = field(default_factory=dict)
     suspended: dict[int, RunSuspended] = field(default_factory=dict)
     decisions: dict[int, RunDecided] = field(default_factory=dict)
+    previewed: RunPreviewed | None = None  # the last preview stage's end
     ended: RunEnded | None = None
 
     @property
     def run(self) -> str:
         return self.started.run
+
+    def planned(self) -> list[int]:
+        """Positions of the writes a preview planned (made or not since)."""
+        return sorted(p for p, s in self.suspended.items() if s.reason == PLANNED_REASON)
+
+    @property
+    def discarded(self) -> bool:
+        """A preview whose plan was declined or went stale: it ended with writes of its plan
+        never made, so a rebuild of the session's names passes over it."""
+        return (
+            self.ended is not None
+            and self.ended.code in (ErrorCode.POLICY_DENIED, ErrorCode.REPLAY_DIVERGED)
+            and any(p not in self.answers for p in self.planned())
+        )
 
     def readings(self) -> list[list[JsonValue]]:
         """Every clock and entropy reading the run made, in the order it made them."""
@@ -249,6 +267,8 @@ def _index(runs: dict[str, RecordedRun], events: Iterable[Any]) -> None:
             run.decisions.pop(event.position, None)  # a decision answers one suspension
         elif isinstance(event, RunDecided):
             run.decisions[event.position] = event
+        elif isinstance(event, RunPreviewed):
+            run.previewed = event
         elif isinstance(event, RunEnded):
             run.ended = event
 
@@ -296,6 +316,7 @@ class RunRecorder:
         fresh: bool,
         live: bool,
         repeatable: Callable[[str], bool],
+        writes: Callable[[str], bool] | None = None,
     ) -> None:
         self.log = log
         self.record = run
@@ -303,17 +324,28 @@ class RunRecorder:
         self.live = live
         self.replay = run.readings()
         self._repeatable = repeatable
+        # a preview's: whether a new call's tool writes (planned, not made); None: not one
+        self._writes = writes
         self._reads: list[list[JsonValue]] = []
+        self._lines: deque[int | None] = deque()  # the lines of the calls asked, in order
         self.stopped: Stop | None = None
+        self.preview_end: PreviewEnd | None = None
+        self.planned: list[int] = []  # positions this execution planned instead of making
         self._asked: dict[int, ToolCall] = {}  # the calls this execution planned, by position
         self.asked = 0  # the last position the script reached
 
     # The worker's tape ------------------------------------------------------------------
 
-    def received(self, reads: list[list[JsonValue]], diverged: str | None) -> None:
+    def received(
+        self, reads: list[list[JsonValue]], diverged: str | None, lines: list[int | None]
+    ) -> None:
         if diverged is not None:
             raise self._stop(ErrorCode.REPLAY_DIVERGED, f"the replay diverged at {diverged}")
         self._reads.extend(reads)
+        self._lines.extend(lines)
+
+    def _line(self) -> int | None:
+        return self._lines.popleft() if self._lines else None
 
     def take_reads(self) -> str:
         reads, self._reads = self._reads, []
@@ -328,15 +360,16 @@ class RunRecorder:
             raise self.stopped
         self.asked = max(self.asked, position)
         self._asked[position] = call
+        line = self._line()
         recorded = self.record.calls.get(position)
         if recorded is None:
-            return self._new(position, call, script_name)
-        if recorded.name != script_name or recorded.arguments != call.arguments:
+            return self._new(position, call, script_name, line)
+        if recorded.name != script_name or not self._same_arguments(recorded, call):
             raise self._stop(
                 ErrorCode.REPLAY_DIVERGED,
                 f"the replay diverged at call {call.id}: the record has "
-                f"{recorded.name}({_shown(recorded.arguments)}), the script called "
-                f"{script_name}({_shown(call.arguments)})",
+                f"{recorded.name}({shown_arguments(recorded.arguments)}), the script called "
+                f"{script_name}({shown_arguments(call.arguments)})",
             )
         if self._reads:  # it read the clock or entropy more often than the record has
             raise self._stop(
@@ -375,9 +408,32 @@ class RunRecorder:
         ):
             return None
         self.asked = max(self.asked, position)
+        self._line()
         return result_of(call, answered.answer)
 
-    def _new(self, position: int, call: ToolCall, script_name: str) -> bool:
+    def _same_arguments(self, recorded: ScriptCallStarted, call: ToolCall) -> bool:
+        """The call's arguments are its record's; where a preview planned a write with
+        another write's result, that result as the commit made it."""
+        if recorded.arguments == call.arguments:
+            return True
+        planned = json.loads(recorded.arguments)
+        refs = pending_refs(planned)
+        if not refs:
+            return False
+        results: dict[int, JsonValue] = {}
+        for position in refs:
+            answer = self.record.answers.get(position)
+            if answer is None:
+                return False
+            got = json.loads(answer.answer)
+            if not got.get("ok"):
+                return False
+            results[position] = got.get("value")
+        return bool(resolved(planned, results) == json.loads(call.arguments))
+
+    def _new(
+        self, position: int, call: ToolCall, script_name: str, line: int | None
+    ) -> bool | ToolExecutionResult:
         if not self.live:
             if self._cancelled():
                 raise _Aborted  # the run was cancelled here: its later calls got ABORTED
@@ -386,6 +442,16 @@ class RunRecorder:
                 f"the replay diverged at call {call.id}: the record of run "
                 f"{self.record.run} ends before it (the script called {script_name})",
             )
+        writes = self._writes is not None and self._writes(call.name)
+        refs = pending_refs(json.loads(call.arguments)) if self._writes is not None else []
+        if refs and not writes:  # a read that needs a planned write's result: stop here
+            needed = ", ".join(f"{self.record.run}.{p}" for p in refs)
+            message = (
+                f"{script_name}() reads with the result of {needed}, which exists only once "
+                "that write is made"
+            )
+            self.preview_end = PreviewEnd(message=message, line=line)
+            raise self._stop(ErrorCode.PREVIEW_STOPPED, f"the preview stops here: {message}")
         self.append(
             ScriptCallStarted(
                 run=self.record.run,
@@ -393,9 +459,16 @@ class RunRecorder:
                 name=script_name,
                 arguments=call.arguments,
                 reads=self.take_reads(),
+                line=line,
             )
         )
-        return False
+        if not writes:
+            return False
+        self.append(RunSuspended(run=self.record.run, position=position, reason=PLANNED_REASON))
+        self.planned.append(position)
+        return ToolExecutionSuccess(
+            call_id=call.id, name=call.name, value=None, content=(), meta={PLANNED: position}
+        )
 
     def _settle(self, position: int, call: ToolCall) -> ToolExecutionResult | bool:
         """A recorded call with no answer: deferred, or in flight at a crash."""
@@ -425,7 +498,7 @@ class RunRecorder:
         call = self.record.calls[min(missed)]
         return (
             f"the replay diverged: the script ended before call {self.record.run}.{call.position} "
-            f"of its record, {call.name}({_shown(call.arguments)})"
+            f"of its record, {call.name}({shown_arguments(call.arguments)})"
         )
 
     def answered(self, position: int, result: ToolExecutionResult) -> None:
@@ -458,9 +531,9 @@ class RunRecorder:
     def _suspend(self, call: ToolCall, reason: str) -> Stop:
         return self._stop(
             ErrorCode.SUSPENDED,
-            f"the run is suspended at call {call.id}, {call.name}({_shown(call.arguments)}): "
-            f"{reason}. Nothing after it ran. It resumes when someone decides "
-            "(Runtime.resume); its record is kept.",
+            f"the run is suspended at call {call.id}, "
+            f"{call.name}({shown_arguments(call.arguments)}): {reason}. Nothing after it "
+            "ran. It resumes when someone decides (Runtime.resume); its record is kept.",
         )
 
     def _stop(self, code: str, message: str) -> Stop:
@@ -490,7 +563,7 @@ def decisions_for(run: RecordedRun, decisions: Mapping[str, bool]) -> list[RunDe
     ]
 
 
-def _shown(arguments: str, limit: int = 200) -> str:
+def shown_arguments(arguments: str, limit: int = 200) -> str:
     """A call's arguments as a script writes them (``amount=5``), cut at ``limit``."""
     try:
         parsed = json.loads(arguments)
@@ -517,4 +590,5 @@ __all__ = [
     "Stop",
     "decisions_for",
     "idempotency_key",
+    "shown_arguments",
 ]

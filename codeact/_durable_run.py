@@ -12,7 +12,7 @@ import contextvars
 import itertools
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import anyio
@@ -31,11 +31,13 @@ from ._durable import (
 )
 from ._exceptions import ErrorCode, ToolError
 from ._json import JsonValue, detach, dumps
+from ._plan import Plan, PreviewEnd
 from ._policy import DECIDED
+from ._preview import plan_of, stale_read
 from ._registry import ToolRegistry
 from ._results import ToolExecutionResult, failure
-from ._run_events import RunEnded, RunStarted
-from ._sandbox import Limits, ScriptOutcome
+from ._run_events import RunEnded, RunPreviewed, RunStarted
+from ._sandbox import Limits, ScriptError, ScriptOutcome
 from ._sandbox._outcome import outcome_from_json, outcome_to_json
 from ._session import Session
 from ._tracing import attached
@@ -80,12 +82,52 @@ class Surroundings:
     relay: Any = None  # delivers events from the serving thread on the loop (None: no fast path)
 
 
+class PlanReady(Exception):
+    """A previewed run (or the part of a commit past its plan) planned writes: ``plan``."""
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__(plan.text())
+        self.plan = plan
+
+
 async def run_durably(
-    durable: Durable, session: str, source: str, run_id: str, around: Surroundings
+    durable: Durable,
+    session: str,
+    source: str,
+    run_id: str,
+    around: Surroundings,
+    *,
+    preview: bool = False,
 ) -> ScriptOutcome:
-    """Run ``source`` as run ``run_id`` of ``session`` (or resume that run), recorded."""
+    """Run ``source`` as run ``run_id`` of ``session`` (or resume that run), recorded.
+
+    ``preview``: its writes are planned, not made; a run that plans any raises
+    ``PlanReady`` and waits for the plan's decisions (a resume is its commit).
+    """
     async with durable.lock(session):  # one run writes the session's record at a time
-        return await _run(durable, durable.log(session), session, source, run_id, around)
+        log = durable.log(session)
+        return await _run(durable, log, session, source, run_id, around, preview=preview)
+
+
+async def decline(durable: Durable, session: str, message: str) -> None:
+    """End the session's waiting preview without making any of its plan's writes."""
+    async with durable.lock(session):
+        runs = durable.runs(session)
+        if not runs or runs[-1].ended is not None or not runs[-1].planned():
+            raise ToolError(f"session {session!r} has no plan waiting for a decision")
+        _end(durable.log(session), runs[-1].run, ErrorCode.POLICY_DENIED, message)
+
+
+def _end(log: Session, run: str, code: str, message: str) -> None:
+    """End a run that will not go on, with an error the model reads."""
+    outcome = ScriptOutcome(error=ScriptError(code=code, message=message))
+    log.append(
+        RunEnded(
+            run=run,
+            code=code,
+            outcome=json.dumps(outcome_to_json(outcome), ensure_ascii=False),
+        )
+    )
 
 
 async def _run(
@@ -95,6 +137,8 @@ async def _run(
     source: str,
     run_id: str,
     around: Surroundings,
+    *,
+    preview: bool = False,
 ) -> ScriptOutcome:
     runs = durable.runs(session)
     unfinished = runs[-1] if runs and runs[-1].ended is None else None
@@ -121,6 +165,23 @@ async def _run(
             log.append(event)
         runs = durable.runs(session)
         current, earlier = runs[-1], runs[:-1]
+        if any(event.approved for event in decided) and current.planned():
+            stale = await stale_read(
+                current,
+                around.registry,
+                around.real,
+                parent=around.parent,
+                abort=around.abort,
+                max_concurrent=around.limits.max_concurrent_tool_calls,
+                wait_seconds=around.limits.tool_wait_seconds,
+            )
+            if stale is not None:  # the world changed since the preview: nothing is made
+                message = (
+                    f"the plan is stale: {stale}. None of its writes was made; preview the "
+                    "script again"
+                )
+                _end(log, current.run, ErrorCode.REPLAY_DIVERGED, message)
+                raise ToolError(message, ErrorCode.REPLAY_DIVERGED)
     else:
         if unfinished is not None:
             waits = unfinished.pending()
@@ -138,23 +199,44 @@ async def _run(
             )
             if candidate not in taken
         )
-        log.append(RunStarted(run=run_id, source=source, hash_seed=seed))
+        log.append(RunStarted(run=run_id, source=source, hash_seed=seed, preview=preview))
         current, earlier = durable.runs(session)[-1], runs
     worker = around.runner.session_worker(session)
     rebuild = resume is not None or worker is None or durable.warm.get(session) != worker
     durable.warm.pop(session, None)
+    kept = [past for past in earlier if not past.discarded]  # a declined plan left no names
     if rebuild:
-        for index, past in enumerate(earlier):
+        for index, past in enumerate(kept):
             await _replay(log, session, past, around, fresh=index == 0)
     recorder = RunRecorder(
         log,
         current,
-        fresh=rebuild and not earlier,
+        fresh=rebuild and not kept,
         live=True,
         repeatable=_repeatable(around.registry),
+        writes=around.registry.writes if current.started.preview else None,
     )
     outcome = await _execute(recorder, session, source, around)
     stopped, short = recorder.stopped, recorder.unreached()
+    end = recorder.preview_end
+    if stopped is not None and stopped.code == ErrorCode.PREVIEW_STOPPED:
+        stopped = None  # a read that needs a planned result: the preview ends there
+    elif outcome.error is not None and outcome.error.code == ErrorCode.PREVIEW_STOPPED:
+        halt = outcome.error
+        end = PreviewEnd(message=halt.message, line=halt.line, source_line=halt.source_line)
+    if stopped is None and (end is not None or recorder.planned):
+        if not recorder.planned:  # only a planned write's result can stop a preview
+            raise ToolError("the worker stopped a preview that planned nothing")
+        if short is not None:
+            raise ToolError(short, ErrorCode.REPLAY_DIVERGED)
+        log.append(
+            RunPreviewed(
+                run=current.run,
+                stop="" if end is None else json.dumps(asdict(end), ensure_ascii=False),
+                outcome=json.dumps(outcome_to_json(outcome), ensure_ascii=False),
+            )
+        )
+        raise PlanReady(plan_of(durable.runs(session)[-1], session))
     if short is not None and stopped is None:
         raise ToolError(short, ErrorCode.REPLAY_DIVERGED)
     if source != current.started.source and (
@@ -371,4 +453,12 @@ def _repeatable(registry: ToolRegistry) -> Callable[[str], bool]:
     return repeatable
 
 
-__all__ = ["RESUMING", "Resume", "Surroundings", "known_names", "run_durably"]
+__all__ = [
+    "RESUMING",
+    "PlanReady",
+    "Resume",
+    "Surroundings",
+    "decline",
+    "known_names",
+    "run_durably",
+]

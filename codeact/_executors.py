@@ -41,13 +41,16 @@ AsyncBatchCaller = Callable[
 
 class RunTape(Protocol):
     """A durable run's clock and entropy readings: the recorded ones its worker serves
-    first (``replay``), and the fresh ones it reports (``received``) before each call's
-    answer and with its outcome. ``fresh``: the run starts from a clean session."""
+    first (``replay``), and the fresh ones it reports (``received``, with the script lines
+    of the calls the message asks for) before each call's answer and with its outcome.
+    ``fresh``: the run starts from a clean session."""
 
     replay: list[list[JsonValue]]
     fresh: bool
 
-    def received(self, reads: list[list[JsonValue]], diverged: str | None) -> None: ...
+    def received(
+        self, reads: list[list[JsonValue]], diverged: str | None, lines: list[int | None]
+    ) -> None: ...
 
 
 class Executor(Protocol):

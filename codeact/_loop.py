@@ -29,6 +29,7 @@ from ._events import (
 )
 from ._models import Delta, Model, ModelError, ModelReply, ModelRequest
 from ._modes import Mode, Runtime
+from ._plan import Approval
 from ._results import ImageBlock
 from ._session import (
     AbortRecorded,
@@ -212,6 +213,26 @@ class Agent:
         text = (
             f"The run_code call {result.call_id}, which was suspended, has resumed"
             f"{f' ({decided})' if decided else ''} and {status}. Its result:\n{result.text}"
+        )
+        with agent_span(self.name, self.model.name, self.session.id):
+            return await self._turn(text, abort)
+
+    async def commit(self, approval: Approval = True, *, abort: AbortSignal | None = None) -> str:
+        """Decide the plan this conversation's previewed run waits on (``Runtime.commit``),
+        then go on with the turn: the model reads what the commit did and answers."""
+        plan = self.runtime.plan(self.script_session)
+        result = await self.runtime.commit(self.script_session, approval, abort=abort)
+        decided = (
+            "approved"
+            if approval is True
+            else "declined"
+            if approval is False
+            else "decided write by write"
+        )
+        status = "failed" if result.is_error else "finished"
+        text = (
+            f"The plan of run {plan.run if plan else result.call_id}, which waited for a "
+            f"decision, was {decided}; the run {status}. Its result:\n{result.text}"
         )
         with agent_span(self.name, self.model.name, self.session.id):
             return await self._turn(text, abort)

@@ -12,12 +12,15 @@ from ._abort import AbortSignal
 from ._background import BackgroundLoop, close_at_exit
 from ._call import ToolCall
 from ._code_mode import RUN_CODE, SCRIPT_SESSION, describe_run_code, run_code_tool
+from ._commit import DECLINED, PREVIEW_ONLY
 from ._discovery import DESCRIBE, SEARCH_TOOLS, discovery_tools
 from ._durable import Durable, PendingCall, ReplayDiverged
-from ._durable_run import RESUMING, Resume
-from ._exceptions import ErrorCode, UsageError
+from ._durable_run import RESUMING, Resume, decline
+from ._exceptions import ErrorCode, ToolError, UsageError
 from ._executors import Executor
-from ._json import JsonValue
+from ._json import JsonValue, thaw
+from ._plan import Approval, Plan, PlanPolicy
+from ._preview import made_by_tool, plan_of
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry, advertise
 from ._results import ToolExecutionResult, failure
@@ -79,6 +82,7 @@ class Runtime:
         lazy_threshold: int = DEFAULT_LAZY_THRESHOLD,
         lazy: str = "names",
         durable: Durable | None = None,
+        plans: PlanPolicy | None = None,
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
 
@@ -94,6 +98,9 @@ class Runtime:
         self._discovery = discovery_tools(self.user_tools)
         self._discovery_disposers: list[Any] = []
         self.durable = durable
+        if plans is not None and durable is None:
+            raise UsageError("a plan policy needs a durable runtime: give it durable=Durable(...)")
+        self.plans = plans
         self.executor: Executor = executor or ProcessExecutor(
             limits=self.limits,
             modules=self.modules,
@@ -113,6 +120,7 @@ class Runtime:
             limits=self.limits,
             modules=self.modules,
             durable=durable,
+            plans=plans,
         )
         self._scope.register(self._run_code)
         self._loop: BackgroundLoop | None = None
@@ -252,9 +260,22 @@ class Runtime:
         amends the script: it must make the recorded calls, in order, up to where the run
         stopped, and is recorded as the run's source from then on.
         """
-        durable = self._durable()
-        name = session or self._session
-        runs = durable.runs(name)
+        result = await self._resumed(session or self._session, decisions, source, abort)
+        if result.is_error and result.error.code == ErrorCode.REPLAY_DIVERGED:
+            raise ReplayDiverged(result.error.message)
+        if result.is_error and result.error.code == ErrorCode.INVALID_ARGUMENTS:
+            raise UsageError(result.error.message)
+        return result
+
+    async def _resumed(
+        self,
+        name: str,
+        decisions: Mapping[str, bool] | None,
+        source: str | None,
+        abort: AbortSignal | None,
+    ) -> ToolExecutionResult:
+        """The resumed run's run_code result, as it is."""
+        runs = self._durable().runs(name)
         if not runs:
             raise UsageError(f"session {name!r} has no run to resume")
         run = runs[-1]
@@ -267,11 +288,81 @@ class Runtime:
         finally:
             RESUMING.reset(resume_token)
             SCRIPT_SESSION.reset(session_token)
-        if result.is_error and result.error.code == ErrorCode.REPLAY_DIVERGED:
-            raise ReplayDiverged(result.error.message)
-        if result.is_error and result.error.code == ErrorCode.INVALID_ARGUMENTS:
-            raise UsageError(result.error.message)
         return result
+
+    # Preview and commit ------------------------------------------------------------------
+
+    async def preview(
+        self, source: str, *, session: str | None = None, abort: AbortSignal | None = None
+    ) -> Plan:
+        """Run ``source`` with its reads made and its writes planned, not made; the plan it
+        leaves waits for ``commit``. A script that writes nothing simply ran: its plan has
+        no writes and holds what it returned."""
+        name = session or self._session
+        call = ToolCall("preview", RUN_CODE, {"code": source, "preview": True})
+        session_token = SCRIPT_SESSION.set(name)
+        only_token = PREVIEW_ONLY.set(True)
+        try:
+            result = await self._scope.execute(call, abort=abort)
+        finally:
+            PREVIEW_ONLY.reset(only_token)
+            SCRIPT_SESSION.reset(session_token)
+        plan = self.plan(name)
+        if plan is not None:
+            return plan
+        if result.is_error:
+            raise ToolError(result.error.message, result.error.code)
+        runs = self._durable().runs(name)
+        value = result.value.get("result") if isinstance(result.value, Mapping) else None
+        return Plan(session=name, run=runs[-1].run if runs else "", writes=(), value=thaw(value))
+
+    def plan(self, session: str | None = None) -> Plan | None:
+        """The plan ``session``'s previewed run waits on (None: no plan waits)."""
+        name = session or self._session
+        runs = self._durable().runs(name)
+        if not runs or runs[-1].ended is not None:
+            return None
+        run = runs[-1]
+        waiting = [p for p in run.planned() if p not in run.answers]
+        return plan_of(run, name) if waiting else None
+
+    async def commit(
+        self,
+        session: str | None = None,
+        approval: Approval = True,
+        *,
+        abort: AbortSignal | None = None,
+    ) -> ToolExecutionResult:
+        """Decide ``session``'s waiting plan and make what it approves: ``True`` every write,
+        ``False`` none (the run ends with nothing made), or a mapping by write id or tool
+        name. The plan's reads run again first: if one answers otherwise than in the
+        preview, nothing is made (REPLAY_DIVERGED). The result is run_code's; a commit
+        whose script goes on to write more waits again, on its next plan (SUSPENDED)."""
+        name = session or self._session
+        plan = self.plan(name)
+        if plan is None:
+            raise UsageError(f"session {name!r} has no plan waiting for a decision")
+        durable = self._durable()
+        made = made_by_tool(durable.runs(name)[-1])
+        violations = () if self.plans is None else self.plans.violations(plan, made)
+        if violations or approval is False:
+            plan = dataclasses.replace(plan, violations=violations)
+            why = f"the plan policy refused the plan: {violations[0]}" if violations else DECLINED
+            await decline(durable, name, why)
+            text = f"{plan.text()}\n{DECLINED}"
+            return failure(plan.run, RUN_CODE, ErrorCode.POLICY_DENIED, text)
+        decisions = plan.decisions(approval, self.plans)
+        return await self._resumed(name, decisions, None, abort)
+
+    def preview_sync(self, source: str, *, session: str | None = None) -> Plan:
+        """``preview`` from synchronous code."""
+        return self._blocking().call(lambda: self.preview(source, session=session))
+
+    def commit_sync(
+        self, session: str | None = None, approval: Approval = True
+    ) -> ToolExecutionResult:
+        """``commit`` from synchronous code."""
+        return self._blocking().call(lambda: self.commit(session, approval))
 
     def resume_sync(
         self, session: str | None = None, decisions: Mapping[str, bool] | None = None

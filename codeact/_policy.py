@@ -13,10 +13,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 from ._invocation import Invocation
 from ._json import FrozenJson
+from ._plan import Approval, Plan
 
 
 class Action(StrEnum):
@@ -57,7 +58,9 @@ class Policy(Protocol):
     async def decide(self, invocation: Invocation) -> Verdict: ...
 
 
-Approver = Callable[[Invocation], Awaitable[bool | Later] | bool | Later]
+# Asked about one call (an Invocation: True/False) or a previewed run's plan (a Plan:
+# True/False for all of it, or a mapping by write id or tool name); LATER defers.
+Approver = Callable[[Any], Awaitable[Approval | Later] | Approval | Later]
 ArgumentPredicate = Callable[[Mapping[str, FrozenJson]], bool]
 
 
@@ -132,10 +135,23 @@ class RulePolicy:
             return Verdict(allowed=False, reason=reason)
         return None
 
+    async def approve_plan(self, plan: Plan) -> Approval | Later:
+        """The approver's decision on a whole plan: one question for all its writes. With
+        no approver, the plan waits (LATER) for ``Runtime.commit``."""
+        if self.approver is None:
+            return LATER
+        given = self.approver(plan)
+        answer = await given if inspect.isawaitable(given) else given
+        if answer is LATER or isinstance(answer, bool | Mapping):
+            return answer
+        raise TypeError(
+            f"a plan's approver returns True, False, a mapping or LATER, not {answer!r}"
+        )
+
     async def _ask(self, invocation: Invocation) -> Verdict:
         decided = DECIDED.get().get(invocation.call_id)
         if decided is not None:
-            answer: bool | Later = decided
+            answer: Approval | Later = decided
         elif self.approver is None:
             return Verdict(
                 allowed=False, reason=f"{invocation.name!r} needs approval and no approver is set"
@@ -143,6 +159,8 @@ class RulePolicy:
         else:
             given = self.approver(invocation)
             answer = await given if inspect.isawaitable(given) else given
+            if isinstance(answer, Mapping):  # a plan's kind of answer, to a single call
+                raise TypeError("an approver asked about one call returns True, False or LATER")
         if answer is LATER:
             return Verdict(
                 allowed=False,

@@ -56,6 +56,7 @@ from ._worker_messages import (
     Forged,
     answer_message,
     asked_calls,
+    call_lines,
     checked,
     host_outcome,
     printed_text,
@@ -408,7 +409,7 @@ class Worker:
             if op == "done":
                 return self._outcome_of(message, serving)
             calls = asked_calls(message, op, serving.answers.bound)
-            serving.taped(message)
+            serving.taped(message, len(calls))
             message = None
             if len(records) + len(calls) > limits.max_tool_calls:  # the worker is not trusted
                 self._kill_now()
@@ -565,13 +566,15 @@ class _Serving:
     tape: RunTape | None = None
     readings: int = 0
 
-    def taped(self, message: dict[str, Any]) -> None:
-        """Hand a durable run's fresh readings to its tape (bounded per run)."""
+    def taped(self, message: dict[str, Any], calls: int = 0) -> None:
+        """Hand a durable run's fresh readings (bounded per run) and the lines of the
+        ``calls`` it asks for to its tape."""
         if self.tape is None:
             return
         reads, diverged = readings(message, MAX_READINGS - self.readings)
+        lines = call_lines(message, calls) if calls else []
         self.readings += len(reads)
-        self.tape.received(reads, diverged)
+        self.tape.received(reads, diverged, lines)
 
     def print(self, text: str) -> None:
         """Pass printed text on; more than the printing limit is a worker that ignores it

@@ -22,6 +22,7 @@ class RunStarted:
     run: str
     source: str
     hash_seed: int | None = None
+    preview: bool = False  # its writes are planned, not made, until a plan is approved
     kind: Literal["run_started"] = "run_started"
 
 
@@ -36,6 +37,7 @@ class ScriptCallStarted:
     name: str
     arguments: str
     reads: str = "[]"
+    line: int | None = None  # the script line that made it
     kind: Literal["script_call_started"] = "script_call_started"
 
 
@@ -86,8 +88,27 @@ class RunEnded:
     kind: Literal["run_ended"] = "run_ended"
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunPreviewed:
+    """A preview (or the part of a commit past its plan) ended with writes planned:
+    ``stop`` (JSON, empty when the script finished) says where it stopped and why;
+    ``outcome`` (JSON) is what it returned and printed."""
+
+    seq: int = 0
+    run: str
+    stop: str = ""
+    outcome: str = "{}"
+    kind: Literal["run_previewed"] = "run_previewed"
+
+
 RunEvent = (
-    RunStarted | ScriptCallStarted | ScriptCallAnswered | RunSuspended | RunDecided | RunEnded
+    RunStarted
+    | ScriptCallStarted
+    | ScriptCallAnswered
+    | RunSuspended
+    | RunDecided
+    | RunPreviewed
+    | RunEnded
 )
 RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
     "run_started": RunStarted,
@@ -95,6 +116,7 @@ RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
     "script_call_answered": ScriptCallAnswered,
     "run_suspended": RunSuspended,
     "run_decided": RunDecided,
+    "run_previewed": RunPreviewed,
     "run_ended": RunEnded,
 }
 
@@ -103,6 +125,7 @@ __all__ = [
     "RunDecided",
     "RunEnded",
     "RunEvent",
+    "RunPreviewed",
     "RunStarted",
     "RunSuspended",
     "ScriptCallAnswered",

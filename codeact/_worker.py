@@ -19,7 +19,9 @@ configuration or a secret. Protocol (one JSON object per line):
                      {"op": "output", "run": N, "text": "..."}
                      {"op": "done", "run": N, "outcome": {...}} | {"op": "reset_done", "run": N}
                      (a durable run's call, calls and done also carry "reads": [[kind, value]]
-                      and, once a replayed reading differs, "diverged": "...")
+                      and, once a replayed reading differs, "diverged": "..."; its call
+                      carries "line" and its calls "lines": where the script made them;
+                      a result may be {"ok": true, "pending": position}: a planned write)
 
 Every message of a run echoes the run's number N: the host refuses (and kills) a worker
 whose message belongs to another run, so no run can ever read another's answer.
@@ -43,6 +45,7 @@ from ._json import JsonValue
 from ._sandbox import Limits, Sandbox, ScriptError, ScriptOutcome
 from ._sandbox._limits import resident_bytes
 from ._sandbox._outcome import outcome_to_json
+from ._sandbox._pending import CALLS, Pending
 
 MAX_OPEN_FILES = 64
 # Per-run CPU time is the watchdog's; this lifetime budget is the kernel's backstop
@@ -167,31 +170,34 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
                 message["diverged"] = TAPE.diverged
         return message
 
-    def call_tool(name: str, arguments: dict[str, JsonValue]) -> JsonValue:
-        channel.send(
-            taped({"op": "call", "run": current["run"], "name": name, "arguments": arguments})
-        )
+    def call_tool(name: str, arguments: dict[str, JsonValue]) -> Any:
+        message = {"op": "call", "run": current["run"], "name": name, "arguments": arguments}
+        if CALLS.noting:
+            message["line"] = CALLS.take(arguments)
+        channel.send(taped(message))
         answer = channel.receive()
         if answer.get("ok"):
-            value: JsonValue = answer.get("value")
-            return value
+            return _value_of(answer, name)
         raise ToolError(str(answer.get("message", "")), str(answer.get("code", "TOOL_ERROR")))
 
     def call_tools(batch: list[tuple[str, dict[str, JsonValue]]]) -> list[Any]:
         calls = [{"name": name, "arguments": arguments} for name, arguments in batch]
-        channel.send(taped({"op": "calls", "run": current["run"], "calls": calls}))
+        message: dict[str, Any] = {"op": "calls", "run": current["run"], "calls": calls}
+        if CALLS.noting:
+            message["lines"] = [CALLS.take(arguments) for _, arguments in batch]
+        channel.send(taped(message))
         answer = channel.receive()
         results = answer.get("results")
         if answer.get("op") != "results" or type(results) is not list or len(results) != len(batch):
             raise ToolError("the host answered a batch of calls wrongly", "ABORTED")
         return [
-            item.get("value")
+            _value_of(item, name)
             if type(item) is dict and item.get("ok")
             else ToolError(
                 str(item.get("message", "")) if type(item) is dict else "",
                 str(item.get("code", "TOOL_ERROR")) if type(item) is dict else "TOOL_ERROR",
             )
-            for item in results
+            for item, (name, _) in zip(results, batch, strict=True)
         ]
 
     def print_to_host(text: str) -> None:  # what the script prints, as it prints it
@@ -207,10 +213,12 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
             tape = message.get("tape")
             if isinstance(tape, dict):  # a durable run: readings served, then recorded
                 TAPE.start(list(tape.get("replay") or []))
+                CALLS.start()
                 if tape.get("fresh"):  # from a clean session, seeded inside the record
                     sandbox.reset()
             else:
                 TAPE.stop()
+                CALLS.stop()
             outcome = sandbox.run(
                 message["source"],
                 tools=tools,
@@ -227,6 +235,15 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
             return
         elif extra_ops is not None and isinstance(op, str) and op in extra_ops:
             channel.send(extra_ops[op](message))
+
+
+def _value_of(answer: dict[str, Any], name: str) -> Any:
+    """What a call returns to the script: the answer's value, or, for a write a recorded
+    run planned instead of making, a pending value standing in for its result."""
+    position = answer.get("pending")
+    if CALLS.noting and type(position) is int:
+        return Pending(position, name)
+    return answer.get("value")
 
 
 def _confine(init: dict[str, Any]) -> ConfinementReport:

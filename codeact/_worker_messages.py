@@ -10,7 +10,7 @@ the value and the error, both bounded here.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,8 +34,11 @@ RUN_CODES = frozenset(
         ErrorCode.CODE_RUNTIME_ERROR,
         ErrorCode.CODE_SECURITY_VIOLATION,
         ErrorCode.CODE_RESOURCE_LIMIT,
+        ErrorCode.PREVIEW_STOPPED,
     }
 )
+# A result's meta key that makes it a planned write: the script gets a pending value.
+PLANNED = "codeact.planned"
 
 
 class Forged(Exception):
@@ -97,6 +100,23 @@ def readings(message: dict[str, Any], room: int) -> tuple[list[list[JsonValue]],
     return reads, None if diverged is None else bounded(diverged, MAX_LINE_CHARS)
 
 
+MAX_SCRIPT_LINE = 10_000_000
+
+
+def call_lines(message: dict[str, Any], count: int) -> list[int | None]:
+    """The script lines a durable run's ``count`` calls were made on (None: not said)."""
+    if "lines" in message:
+        lines = message["lines"]
+        if type(lines) is not list or len(lines) != count:
+            raise Forged("call lines that do not match the calls")
+    else:
+        lines = [message.get("line")] if count == 1 else [None] * count
+    for line in lines:
+        if line is not None and (type(line) is not int or not 0 < line <= MAX_SCRIPT_LINE):
+            raise Forged("a call line that is not a line number")
+    return lines
+
+
 def _reading_fits(kind: Any, value: Any) -> bool:
     if kind in FLOAT_KINDS:
         return type(value) is float or type(value) is int
@@ -120,6 +140,8 @@ def answer_message(result: ToolExecutionResult) -> dict[str, Any]:
             "code": result.error.code,
             "message": result.error.message,
         }
+    if isinstance(result.meta, Mapping) and type(result.meta.get(PLANNED)) is int:
+        return {"op": "result", "ok": True, "pending": result.meta[PLANNED]}
     return {"op": "result", "ok": True, "value": thaw(result.value)}
 
 

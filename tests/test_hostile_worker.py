@@ -210,7 +210,9 @@ class Tape:
         self.fresh = False
         self.reported: list[list[object]] = []
 
-    def received(self, reads: list[list[object]], diverged: str | None) -> None:
+    def received(
+        self, reads: list[list[object]], diverged: str | None, lines: list[int | None]
+    ) -> None:
         self.reported.extend(reads)
 
 

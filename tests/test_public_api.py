@@ -30,6 +30,7 @@ def test_stable_error_codes_are_all_present() -> None:
         "CODE_RESOURCE_LIMIT",
         "SUSPENDED",
         "REPLAY_DIVERGED",
+        "PREVIEW_STOPPED",
     }
     assert {code.value for code in codeact.ErrorCode} == expected
 
@@ -92,6 +93,7 @@ PUBLIC = {
         "Later",
     ],
     "durable runs": ["Durable", "PendingCall", "ReplayDiverged", "idempotency_key"],
+    "preview and commit": ["Approval", "Plan", "PlanPolicy", "PlannedWrite", "PreviewEnd"],
     "events": [
         "DispatchEvent",
         "ToolCallStarted",

@@ -32,6 +32,7 @@ from ._ownership import (
     readable_names,
     real_base,
 )
+from ._pending import Pending
 from ._transformer import (
     CALLBACK_METHODS,
     FORBIDDEN_ATTRIBUTES,
@@ -89,6 +90,8 @@ class Guards:
             return self._private_getattr(obj, name, default)
         if name in FORBIDDEN_ATTRIBUTES:  # frames, code, tracebacks, mro: never by any path
             raise SecurityViolation(f"access to the attribute {name!r} is not allowed")
+        if type(obj) is Pending:  # a planned write's result has no content to read yet
+            obj.needed(f"reads .{name} of")
         if name in GUARDED_ATTRIBUTES and isinstance(obj, str | bytes | bytearray | type):
             guarded = self._string_method(obj, name)  # size-checked str methods, bound or not
             if guarded is not None:

@@ -32,6 +32,7 @@ from ._guards import (
 from ._limits import ABORTED, WATCHDOG, Limits, RunMonitor, release_free_memory
 from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
 from ._ownership import SCOPE_KEY, SCOPE_MARK
+from ._pending import CALLS, Pending, PreviewStop, marked
 from ._printed import Printed
 from ._transformer import RESULT_NAME
 
@@ -606,6 +607,8 @@ class Sandbox:
             code, message = ErrorCode.CODE_RESOURCE_LIMIT, OUT_OF_MEMORY
         elif isinstance(error, SecurityViolation):
             code, message = ErrorCode.CODE_SECURITY_VIOLATION, error.message
+        elif isinstance(error, PreviewStop):
+            code, message = ErrorCode.PREVIEW_STOPPED, error.message
         elif isinstance(error, ModuleNotFoundError) and error.name not in self._facades:
             # an import the script did not catch: a module outside the allowlist
             code, message = ErrorCode.CODE_SECURITY_VIOLATION, _exception_text(error)
@@ -646,6 +649,10 @@ def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) ->
     if value is None or kind in (bool, int) or (kind is float and math.isfinite(value)):
         _spend(budget, 8)
         return detach(value)
+    if kind is Pending:  # a planned write's result, returned: its mark (no repr runs)
+        _spend(budget, 32)
+        marked_value: str = value.marked
+        return marked_value
     if depth < MAX_RESULT_DEPTH:
         if kind in (list, tuple):
             _spend(budget, len(value))
@@ -710,6 +717,8 @@ def _bind(
         if key in arguments:
             raise TypeError(f"{name}() got multiple values for argument {key!r}")
         arguments[key] = value
+    if CALLS.noting:  # a recorded run: planned writes' results travel as their marks
+        arguments = marked(arguments)
     try:
         plain = detach(arguments)
     except NotJsonError as error:
@@ -717,6 +726,8 @@ def _bind(
             f"{name}(): {error.reason} (at {error.path.replace('$', 'arguments', 1)})"
         ) from None
     assert isinstance(plain, dict)
+    if CALLS.noting:
+        CALLS.note(plain)  # the line that made the call, for the run's record
     return plain
 
 
