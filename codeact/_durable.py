@@ -331,6 +331,7 @@ class RunRecorder:
         self.stopped: Stop | None = None
         self.preview_end: PreviewEnd | None = None
         self.planned: list[int] = []  # positions this execution planned instead of making
+        self._answered: dict[int, str] = {}  # what this execution recorded, by position
         self._asked: dict[int, ToolCall] = {}  # the calls this execution planned, by position
         self.asked = 0  # the last position the script reached
 
@@ -422,10 +423,13 @@ class RunRecorder:
             return False
         results: dict[int, JsonValue] = {}
         for position in refs:
-            answer = self.record.answers.get(position)
+            recorded_answer = self.record.answers.get(position)
+            answer = self._answered.get(position) or (
+                recorded_answer.answer if recorded_answer is not None else None
+            )
             if answer is None:
                 return False
-            got = json.loads(answer.answer)
+            got = json.loads(answer)
             if not got.get("ok"):
                 return False
             results[position] = got.get("value")
@@ -512,11 +516,9 @@ class RunRecorder:
             self._suspend(asked or ToolCall(result.call_id, result.name), result.error.message)
             return
         if position not in self.record.answers:
-            self.append(
-                ScriptCallAnswered(
-                    run=self.record.run, position=position, answer=answer_json(result)
-                )
-            )
+            answer = answer_json(result)
+            self._answered[position] = answer
+            self.append(ScriptCallAnswered(run=self.record.run, position=position, answer=answer))
 
     def append(self, event: Any) -> None:
         if not self.live:

@@ -962,7 +962,11 @@ class ProcessExecutor:
         worker = await Worker.start(
             self.limits, self.modules, self.options, starting=self._starting
         )
-        await self._template_for_workers()  # for the next worker, now that this one is up
+        try:
+            await self._template_for_workers()  # for the next worker, now that this one is up
+        except BaseException:  # cancelled (the executor closing): this worker is nobody's
+            await worker.kill()
+            raise
         return worker
 
     async def prepare(self) -> bool:

@@ -45,8 +45,8 @@ class Pending:
     def needed(self, what: str) -> NoReturn:
         """Stop the preview: the script ``what`` (reads, compares...) this result."""
         raise PreviewStop(
-            f"the preview stops here: the script {what} the result of {self._tool}() "
-            f"(planned write {self._position}), which exists only once the write is made",
+            f"the script {what} the result of {self._tool}(), a planned write, which "
+            "exists only once the write is made",
             position=self._position,
             tool=self._tool,
         )
