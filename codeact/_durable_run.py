@@ -224,6 +224,13 @@ async def _run(
     elif outcome.error is not None and outcome.error.code == ErrorCode.PREVIEW_STOPPED:
         halt = outcome.error
         end = PreviewEnd(message=halt.message, line=halt.line, source_line=halt.source_line)
+    elif outcome.error is not None and recorder.planned:  # it fails past writes it planned
+        halt = outcome.error
+        end = PreviewEnd(
+            message=f"the script fails there ({halt.code}: {halt.message})",
+            line=halt.line,
+            source_line=halt.source_line,
+        )
     if stopped is None and (end is not None or recorder.planned):
         if not recorder.planned:  # only a planned write's result can stop a preview
             raise ToolError("the worker stopped a preview that planned nothing")

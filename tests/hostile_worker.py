@@ -175,6 +175,19 @@ def flood_readings(channel: HostileChannel, run: int) -> None:
     hang()
 
 
+def forged_line(channel: HostileChannel, run: int) -> None:
+    """Claim a call was made on a line that is not a line number."""
+    channel.line({"op": "call", "run": run, "name": "add", "arguments": {"a": 1}, "line": "x"})
+    hang()
+
+
+def misshapen_lines(channel: HostileChannel, run: int) -> None:
+    """Send a batch whose lines do not match its calls."""
+    calls = [{"name": "add", "arguments": {"a": n}} for n in range(3)]
+    channel.line({"op": "calls", "run": run, "calls": calls, "lines": [1, 2]})
+    hang()
+
+
 BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
     function.__name__: function
     for function in (
@@ -199,6 +212,8 @@ BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
         hides_calls,
         forged_reading,
         flood_readings,
+        forged_line,
+        misshapen_lines,
     )
 }
 

@@ -221,6 +221,8 @@ class Tape:
     [
         ("forged_reading", "a reading of an unknown kind"),
         ("flood_readings", "readings that are not a bounded list"),
+        ("forged_line", "a call line that is not a line number"),
+        ("misshapen_lines", "call lines that do not match the calls"),
     ],
 )
 async def test_a_worker_that_forges_clock_or_entropy_readings_is_killed(

@@ -566,3 +566,34 @@ async def test_previews_of_many_sessions_at_once_keep_their_plans_apart(tmp_path
         for account in (f"s{n}" for n in range(count))
     }
     assert paid == {f"s{n}": list(range(n + 1)) for n in range(count)}
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "r._position",
+        "r._tool",
+        "getattr(type(r), '__init__')(r, 2, 'other')",
+        "getattr(r, '__reduce_ex__')(2)",
+        "getattr(object, '__getattribute__')(r, '_tool')",
+        "getattr(r, '__dict__')",
+        "vars(r)",
+        "dir(r)",
+        "copy.copy(r) == r",  # a copy is the pending value itself: comparing it stops
+        "type(r)(9, 'forged')",
+    ],
+)
+async def test_a_pending_value_gives_a_script_nothing_to_escape_with(
+    attack: str, tmp_path: Path
+) -> None:
+    world = World()
+    source = (
+        f'import copy\nr = pay(account="a", amount=1)\nleak = {attack}\n'
+        'send_email(to="x", subject="y")\n'
+    )
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        plan = await host.preview(source, session="p")
+    assert [w.tool for w in plan.writes] == ["pay"]  # the script went no further
+    assert plan.stopped is not None
+    assert plan.stopped.line == 3
+    assert world.effects == []

@@ -23,6 +23,7 @@ from codeact._sandbox import Sandbox
 from codeact._sandbox._errors import SandboxStop
 from codeact._sandbox._guards import match_class_guard
 from codeact._sandbox._ownership import is_script_class
+from codeact._sandbox._pending import Pending
 
 PROBED_DUNDERS = (
     "__class__",
@@ -195,7 +196,7 @@ def _reads(sandbox: Sandbox, obj: Any, pattern: Any) -> list[tuple[str, Any]]:
 def _private_names(obj: Any) -> list[str]:
     try:
         own = [n for n in dir(obj) if n[:1] == "_" and n[1:2] != "_"]
-    except Exception:
+    except (Exception, SandboxStop):
         own = []
     return own + list(PROBED_PRIVATE)
 
@@ -214,7 +215,7 @@ def _telling_repr(obj: Any, scope: dict[str, Any]) -> str | None:
         return None  # the script's own generators (their code is the script's)
     try:
         text = repr(obj)
-    except Exception:
+    except (Exception, SandboxStop):  # a pending value stops a preview rather than show
         return None
     found = TELLING.search(text)
     return None if found is None else f"its repr shows {found.group()!r}: {text[:80]}"
@@ -223,7 +224,7 @@ def _telling_repr(obj: Any, scope: dict[str, Any]) -> str | None:
 def _public_names(obj: Any) -> list[str]:
     try:
         return [n for n in dir(obj) if not n.startswith("_")]
-    except Exception:
+    except (Exception, SandboxStop):
         return []
 
 
@@ -240,6 +241,7 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox() -> None:
     roots: list[tuple[str, Any]] = [(f"builtins.{k}", v) for k, v in held.items()]
     roots += [(f"module {name}", facade) for name, facade in sandbox._facades.items()]
     roots += [(f"seed {i}", v) for i, v in enumerate(scope["seeds"])]
+    roots.append(("a planned write's pending value", Pending(1, "pay")))
 
     pattern = match_class_guard(sandbox.guards)
     seen: set[int] = set()
