@@ -91,9 +91,12 @@ class Plan:
                 tools = Counter(w.tool for w in inside)
                 what = ", ".join(f"{n} x {tool}" for tool, n in tools.items())
                 lines.append(
-                    f"  {inside[0].call_id}..{inside[-1].call_id}  {what} in the loop at line "
-                    f"{write.loop}, first {inside[0].shown()}, last {inside[-1].shown()}"
+                    f"  {inside[0].call_id}..{inside[-1].call_id}  {what}, in the loop at line "
+                    f"{write.loop}"
                 )
+                lines.append(f"      first  {inside[0].shown()}")
+                if len(inside) > 1:
+                    lines.append(f"      last   {inside[-1].shown()}")
                 continue
             where = f"  line {write.line}" if write.line is not None else ""
             lines.append(f"  {write.call_id}  {write.shown()}{where}")

@@ -363,3 +363,58 @@ def test_make_says_what_it_is_doing_while_it_installs() -> None:
     first = done.stdout.splitlines()[0]
     assert first.startswith("echo")
     assert "installing" in first
+
+
+PREVIEWED = """
+for name in customers():
+    remind(customer=name)
+log_note(text="reminded everyone")
+"done"
+"""
+
+
+@pytest.mark.parametrize(
+    ("answer", "made"),
+    [
+        ("y\n", ["remind", "remind", "remind", "log_note"]),
+        ("n\n", []),
+        ("remind=y,log_note=n\n", ["remind", "remind", "remind"]),
+    ],
+)
+def test_run_preview_shows_the_plan_and_makes_only_what_the_answer_approves(
+    tmp_path: Path, answer: str, made: list[str]
+) -> None:
+    script = tmp_path / "act.py"
+    script.write_text(PREVIEWED)
+    ledger = tmp_path / "ledger"
+    env = {**os.environ, "PYTHONPATH": str(TESTS), "CODEACT_TEST_LEDGER": str(ledger)}
+    done = subprocess.run(
+        [sys.executable, "-m", "codeact", "run", "--preview", str(script)]
+        + ["--tools", "cli_ledger_tools:TOOLS"],
+        input=answer,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert "Plan for run cli: 4 writes (none made yet), after 1 read." in done.stderr
+    assert "3 x remind, in the loop at line 2" in done.stderr
+    assert done.stderr.count("Make these writes?") == 1  # one question for the whole plan
+    written = ledger.read_text().splitlines() if ledger.exists() else []
+    assert [json.loads(line)[0] for line in written] == made
+    if answer == "n\n":
+        assert done.returncode == 1
+        assert "none of its writes was made" in done.stdout
+    elif "=n" in answer:  # the denied write reached the script, which did not catch it
+        assert done.returncode == 1
+        assert "ToolError [POLICY_DENIED]" in done.stdout
+    else:
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.rstrip().endswith('Result: "done"')
+
+
+def test_run_preview_needs_a_script_file_and_worker_processes(tmp_path: Path) -> None:
+    done = codeact("run", "--preview", "-", "--tools", "cli_tools:TOOLS", stdin="double(1)")
+    assert done.returncode == 2
+    assert "--preview reads its decision from standard input" in done.stderr

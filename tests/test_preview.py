@@ -334,7 +334,7 @@ async def test_a_plan_names_each_write_its_line_and_loop_and_where_the_preview_s
     assert plan.stopped.line == 6
     assert "indexes the result of create_order()" in plan.stopped.message
     text = plan.text()
-    assert "3 x send_email in the loop at line 2" in text
+    assert "3 x send_email, in the loop at line 2" in text
     assert f'tag(label="big", order=<result of {plan.writes[3].call_id}>)' in text
     assert "stopped at line 6" in text
 
@@ -597,3 +597,14 @@ async def test_a_pending_value_gives_a_script_nothing_to_escape_with(
     assert plan.stopped is not None
     assert plan.stopped.line == 3
     assert world.effects == []
+
+
+def test_the_plan_the_readme_shows_is_what_a_model_reads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Preview, then commit", 1)[1]
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0]
+    exec(compile(snippet, "README.md", "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out == shown
