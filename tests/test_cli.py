@@ -365,6 +365,7 @@ def test_make_says_what_it_is_doing_while_it_installs() -> None:
     assert "installing" in first
 
 
+TOOLS_OPTION = ("--tools", "cli_ledger_tools:TOOLS")
 PREVIEWED = """
 for name in customers():
     remind(customer=name)
@@ -389,8 +390,7 @@ def test_run_preview_shows_the_plan_and_makes_only_what_the_answer_approves(
     ledger = tmp_path / "ledger"
     env = {**os.environ, "PYTHONPATH": str(TESTS), "CODEACT_TEST_LEDGER": str(ledger)}
     done = subprocess.run(
-        [sys.executable, "-m", "codeact", "run", "--preview", str(script)]
-        + ["--tools", "cli_ledger_tools:TOOLS"],
+        [sys.executable, "-m", "codeact", "run", "--preview", str(script), *TOOLS_OPTION],
         input=answer,
         capture_output=True,
         text=True,
