@@ -221,13 +221,25 @@ class RecordedRun:
                 position=position,
                 name=call.name,
                 arguments=json.loads(call.arguments),
-                reason=self.suspended[position].reason
-                if position in self.suspended
-                else "in flight when the run was interrupted",
+                reason=self._waits_because(position),
             )
             for position, call in sorted(self.calls.items())
-            if position not in self.answers
+            if position not in self.answers and self._undecided(position)
         ]
+
+    def _undecided(self, position: int) -> bool:
+        """Whether the call waits for someone: not decided, or approved and begun before
+        the run was cut short (its effect unknown)."""
+        decision = self.decisions.get(position)
+        return decision is None or (decision.approved and decision.attempted)
+
+    def _waits_because(self, position: int) -> str:
+        decision = self.decisions.get(position)
+        if decision is not None and decision.approved and decision.attempted:
+            return EFFECT_UNKNOWN  # approved and begun when the run was cut short
+        if position in self.suspended:
+            return self.suspended[position].reason
+        return "in flight when the run was interrupted"
 
 
 class RunIndex:
@@ -486,7 +498,15 @@ class RunRecorder:
                     RunSuspended(run=self.record.run, position=position, reason=EFFECT_UNKNOWN)
                 )
             raise self._suspend(call, reason.reason if reason else EFFECT_UNKNOWN)
+        if decision.approved and decision.attempted:  # it began before a crash: unknown
+            if self._repeatable(call.name):
+                return True  # idempotent: again, with the same key
+            self.append(RunSuspended(run=self.record.run, position=position, reason=EFFECT_UNKNOWN))
+            raise self._suspend(call, EFFECT_UNKNOWN)
         if decision.approved:
+            self.append(
+                RunDecided(run=self.record.run, position=position, approved=True, attempted=True)
+            )
             return True
         declined = failure(
             call.id, call.name, ErrorCode.POLICY_DENIED, "a person declined this call"
@@ -549,18 +569,18 @@ class _Aborted(Exception):
 
 
 def decisions_for(run: RecordedRun, decisions: Mapping[str, bool]) -> list[RunDecided]:
-    """The decisions given for ``run``'s pending calls, as events; a decision for a call
-    that does not wait is a usage error, and so is a pending call left undecided that
-    waits for a person."""
-    pending = {p.call_id: p for p in run.pending()}
-    unknown = sorted(set(decisions) - set(pending))
+    """The decisions given for ``run``'s unanswered calls, as events (one decided before
+    and not begun may be decided again); a decision for any other call is a usage error."""
+    unanswered = {f"{run.run}.{p}": p for p in sorted(run.calls) if p not in run.answers}
+    unknown = sorted(set(decisions) - set(unanswered))
     if unknown:
+        pending = [p.call_id for p in run.pending()]
         raise ValueError(
             f"no call of run {run.run} waits for a decision: {', '.join(unknown)} "
             f"(pending: {', '.join(pending) or 'none'})"
         )
     return [
-        RunDecided(run=run.run, position=pending[call_id].position, approved=bool(approved))
+        RunDecided(run=run.run, position=unanswered[call_id], approved=bool(approved))
         for call_id, approved in decisions.items()
     ]
 

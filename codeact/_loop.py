@@ -227,7 +227,7 @@ class Agent:
             if approval is True
             else "declined"
             if approval is False
-            else "decided write by write"
+            else "decided write by write or tool by tool"
         )
         status = "failed" if result.is_error else "finished"
         text = (

@@ -323,7 +323,7 @@ class Runtime:
         if not runs or runs[-1].ended is not None:
             return None
         run = runs[-1]
-        waiting = [p for p in run.planned() if p not in run.answers]
+        waiting = [p for p in run.planned() if p not in run.answers and p not in run.decisions]
         return plan_of(run, name) if waiting else None
 
     async def commit(

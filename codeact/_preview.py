@@ -26,7 +26,7 @@ def plan_of(run: RecordedRun, session: str) -> Plan:
     lines = source.splitlines()
     loops = loops_by_line(source)
     planned = run.planned()
-    waiting = [p for p in planned if p not in run.answers]
+    waiting = [p for p in planned if p not in run.answers and p not in run.decisions]
     at_line = Counter(run.calls[p].line for p in waiting if run.calls[p].line is not None)
     writes = []
     for position in waiting:

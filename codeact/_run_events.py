@@ -65,12 +65,15 @@ class RunSuspended:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunDecided:
-    """Someone decided about the pending call at ``position``."""
+    """Someone decided about the pending call at ``position``; recorded again with
+    ``attempted`` as the approved call starts, so a crash before its answer leaves its
+    effect unknown (a question), never a silent second attempt."""
 
     seq: int = 0
     run: str
     position: int
     approved: bool
+    attempted: bool = False
     kind: Literal["run_decided"] = "run_decided"
 
 

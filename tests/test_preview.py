@@ -608,3 +608,105 @@ def test_the_plan_the_readme_shows_is_what_a_model_reads(
     shown = section.split("```text\n", 1)[1].split("```", 1)[0]
     exec(compile(snippet, "README.md", "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out == shown
+
+
+async def test_an_agent_previews_when_its_model_asks_and_commits_when_a_person_decides(
+    tmp_path: Path,
+) -> None:
+    from codeact import Agent, ModelReply, ScriptedModel
+
+    world = World()
+    source = 'for c in list_customers():\n    send_email(to=c, subject="sale")\n"sent"'
+    code = ToolCall("m1", "run_code", {"code": source, "preview": True})
+    model = ScriptedModel(
+        [
+            ModelReply(tool_calls=(code,)),
+            ModelReply(text="The emails wait for your approval."),
+            ModelReply(text="Sent."),
+        ]
+    )
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        agent = Agent(host, model, script_session="shop")
+        assert await agent.run("Email everyone") == "The emails wait for your approval."
+        read = model.requests[-1].messages[-1]["content"]
+        assert "3 x send_email, in the loop at line 1" in str(read)
+        assert world.effects == []
+        assert await agent.commit({"send_email": True}) == "Sent."
+    told = model.requests[-1].messages[-1]
+    assert told["role"] == "user"
+    assert "decided write by write" in told["content"]
+    assert '"sent"' in told["content"]
+    assert [args["to"] for _, args in world.effects] == ["ann", "bob", "cy"]
+
+
+CRASHING_HOST = """
+import os, sys
+from codeact import Durable, Runtime, SqliteStore, ToolRegistry, tool
+
+ledger, store = sys.argv[1], sys.argv[2]
+
+@tool(destructive=True)
+def pay(account: str, amount: int) -> int:
+    \"\"\"Pay; the host dies right after the second payment, before its answer is kept.\"\"\"
+    with open(ledger, "a") as kept:
+        kept.write(f"{account} {amount}\\n")
+    if amount == 2:
+        os._exit(9)
+    return amount
+
+registry = ToolRegistry()
+registry.register(pay)
+with Runtime(registry, durable=Durable(lambda s: SqliteStore(store, s))) as host:
+    host.preview_sync(sys.stdin.read(), session="s")
+    host.commit_sync("s", True)
+"""
+
+PAYMENTS = """
+for n in range(1, 4):
+    try:
+        pay(account="a", amount=n)
+    except Exception as error:
+        print("refused", n)
+"""
+
+
+async def test_a_host_that_dies_mid_commit_never_makes_an_approved_write_twice(
+    tmp_path: Path,
+) -> None:
+    import sys
+
+    import anyio
+
+    ledger, store = tmp_path / "ledger", tmp_path / "runs.db"
+    with anyio.fail_after(120):
+        died = await anyio.run_process(
+            [sys.executable, "-c", CRASHING_HOST, str(ledger), str(store)],
+            input=PAYMENTS.encode(),
+            check=False,
+        )
+    assert died.returncode == 9, died.stderr.decode()
+    assert ledger.read_text().splitlines() == ["a 1", "a 2"]
+
+    registry = ToolRegistry()
+
+    @tool(destructive=True)
+    def pay(account: str, amount: int) -> int:
+        """Pay."""
+        with open(ledger, "a") as kept:
+            kept.write(f"{account} {amount}\n")
+        return amount
+
+    registry.register(pay)
+    async with durable_runtime(registry, tmp_path) as host:
+        assert host.plan("s") is None  # every write was decided: none waits for the plan
+        asked = await host.resume("s")
+        assert asked.error.code == "SUSPENDED"
+        [unknown] = host.pending("s")
+        assert unknown.name == "pay"
+        assert unknown.arguments == {"account": "a", "amount": 2}
+        assert "unknown" in unknown.reason
+        assert ledger.read_text().splitlines() == ["a 1", "a 2"]  # nothing repeated
+        done = await host.resume("s", {unknown.call_id: False})
+    assert not done.is_error, done.text
+    assert "refused 2" in done.text
+    assert ledger.read_text().splitlines() == ["a 1", "a 2", "a 3"]
