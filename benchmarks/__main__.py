@@ -20,6 +20,7 @@ from . import (
     interpreter,
     load,
     peers,
+    preview,
     runtime,
     tracing,
 )
@@ -33,6 +34,7 @@ for module in (
     gather,
     bridges,
     durable,
+    preview,
     confinement,
     load,
     advertisement,

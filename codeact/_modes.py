@@ -299,6 +299,7 @@ class Runtime:
         leaves waits for ``commit``. A script that writes nothing simply ran: its plan has
         no writes and holds what it returned."""
         name = session or self._session
+        begun = len(self._durable().runs(name))
         call = ToolCall("preview", RUN_CODE, {"code": source, "preview": True})
         session_token = SCRIPT_SESSION.set(name)
         only_token = PREVIEW_ONLY.set(True)
@@ -307,12 +308,12 @@ class Runtime:
         finally:
             PREVIEW_ONLY.reset(only_token)
             SCRIPT_SESSION.reset(session_token)
-        plan = self.plan(name)
+        runs = self._durable().runs(name)
+        plan = self.plan(name) if len(runs) > begun else None  # this preview's, no older one
         if plan is not None:
             return plan
         if result.is_error:
             raise ToolError(result.error.message, result.error.code)
-        runs = self._durable().runs(name)
         value = result.value.get("result") if isinstance(result.value, Mapping) else None
         return Plan(session=name, run=runs[-1].run if runs else "", writes=(), value=thaw(value))
 

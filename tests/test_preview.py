@@ -710,3 +710,24 @@ async def test_a_host_that_dies_mid_commit_never_makes_an_approved_write_twice(
     assert not done.is_error, done.text
     assert "refused 2" in done.text
     assert ledger.read_text().splitlines() == ["a 1", "a 2", "a 3"]
+
+
+async def test_a_committed_run_leaves_its_names_and_a_waiting_plan_refuses_another_preview(
+    tmp_path: Path,
+) -> None:
+    from codeact import ToolError
+
+    world = World()
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        first = await host.preview('receipt = pay(account="b", amount=5)', session="s")
+        with pytest.raises(ToolError, match="has not finished") as refused:
+            await host.preview('pay(account="a", amount=1)', session="s")
+        assert refused.value.code == "SUSPENDED"
+        assert host.plan("s") == first  # the waiting plan is untouched
+        committed = await host.commit("s", True)
+        assert not committed.is_error, committed.text
+        later = await host.execute(
+            ToolCall("c2", "run_code", {"code": "receipt['balance']"}), session="s"
+        )
+    assert thaw(later.value)["result"] == 25
+    assert world.effects == [("pay", {"account": "b", "amount": 5})]
