@@ -47,6 +47,7 @@ from ._tracing import end_tool_span, start_tool_span, tool_context
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
+    from ._policy import Verdict
     from ._registry import ToolRegistry
     from ._tool import Tool
 
@@ -149,14 +150,20 @@ async def execute(
 
 def runs_now(registry: ToolRegistry, name: str) -> bool:
     """Can ``execute_now`` take calls of ``name`` (unless a rule asks an approver)?"""
+    return _in_thread(registry, name) is not None
+
+
+def _in_thread(
+    registry: ToolRegistry, name: str
+) -> tuple[Tool, Callable[[Invocation], Verdict | None]] | None:
+    """The tool and its policy's ``decide_now`` when a call of ``name`` can run in the
+    calling thread (a sync tool, no hooks, a policy that can decide without an approver);
+    looked up once per call, each registry in the chain read once."""
     registered = registry.get(name)
-    return (
-        registered is not None
-        and not registered.is_async
-        and not registry.pre_hooks
-        and not registry.post_hooks
-        and hasattr(registry.policy, "decide_now")
-    )
+    if registered is None or registered.is_async or registry.pre_hooks or registry.post_hooks:
+        return None
+    decide_now = getattr(registry.policy, "decide_now", None)
+    return None if decide_now is None else (registered, decide_now)
 
 
 def decides_now(
@@ -167,10 +174,10 @@ def decides_now(
 ) -> bool:
     """Would ``execute_now`` take this call (rather than return None)? Pure: it runs nothing.
     ``plain`` as in ``execute_now``."""
-    registered = registry.get(call.name)
-    if registered is None or not runs_now(registry, call.name):
+    found = _in_thread(registry, call.name)
+    if found is None:
         return False
-    decide_now = registry.policy.decide_now  # type: ignore[attr-defined]
+    registered, decide_now = found
     return decide_now(_invocation(call, registered, parent, plain)) is not None
 
 
@@ -194,10 +201,10 @@ def execute_now(
     code as on the loop. ``emit`` delivers events where listeners expect them (the loop).
     ``plain``: the call's arguments already parsed, detached and owned by this call.
     """
-    registered = registry.get(call.name)
-    if registered is None or not runs_now(registry, call.name):
+    found = _in_thread(registry, call.name)
+    if found is None:
         return None
-    decide_now = registry.policy.decide_now  # type: ignore[attr-defined]
+    registered, decide_now = found
     started = time.perf_counter()
     invocation = _invocation(call, registered, parent, plain)  # plain: frozen without a parse
     verdict = decide_now(invocation)  # rules only: pure, and the same answer decide gives

@@ -29,7 +29,14 @@ from ._guards import (
     reraise_limits,
     script_class_factory,
 )
-from ._limits import ABORTED, WATCHDOG, Limits, RunMonitor, release_free_memory
+from ._limits import (
+    ABORTED,
+    WATCHDOG,
+    Limits,
+    RunMonitor,
+    quiet_late_interrupts,
+    release_free_memory,
+)
 from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
 from ._ownership import SCOPE_KEY, SCOPE_MARK
 from ._pending import CALLS, Pending, PreviewStop, marked
@@ -128,6 +135,7 @@ class Sandbox:
         self._out_of_memory = False  # the last run ended at the memory limit
         self._lock = threading.Lock()
         self.globals: dict[str, Any] = {}
+        quiet_late_interrupts()  # an interrupt landing in a host finalizer is not a fault
         self.reset()
 
     # Public ----------------------------------------------------------------------------

@@ -14,9 +14,11 @@ import contextlib
 import ctypes
 import gc
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ._errors import LimitInterrupt
 
@@ -206,6 +208,28 @@ def interrupt(thread_id: int, signal: type[BaseException] = LimitInterrupt) -> N
 
 class _Drained(BaseException):
     """Raised at ourselves to consume an interrupt that may still be pending."""
+
+
+def quiet_late_interrupts() -> None:
+    """Keep the watchdog's own interrupts out of the host's unraisable hook.
+
+    An interrupt is delivered at the next bytecode, and in a host (the in-process
+    executor) that may be a library finalizer the collector runs in the script's thread
+    (a regex module's ``__del__``). CPython drops an exception raised there and reports
+    it to ``sys.unraisablehook``; the watchdog delivers it again, so the report is not a
+    fault anyone can act on. Every other report reaches the hook that was there before.
+    """
+    current = sys.unraisablehook
+    if getattr(current, "_codeact_quiet", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, LimitInterrupt | _Drained):
+            return  # ours, landed in a finalizer: delivered again by the watchdog
+        current(unraisable)
+
+    hook._codeact_quiet = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
 
 
 def drain_interrupt(thread_id: int) -> None:

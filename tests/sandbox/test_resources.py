@@ -248,3 +248,29 @@ def test_printed_output_keeps_exactly_its_start_and_its_end(chunks: list[str], s
         printed.text()
         == f"{head}\n[... {len(full) - shown:,} characters of output cut ...]\n{tail}"
     )
+
+
+def test_an_interrupt_landing_in_a_host_finalizer_is_not_reported_but_other_faults_are() -> None:
+    import sys
+
+    from codeact._sandbox._errors import LimitInterrupt
+    from codeact._sandbox._limits import quiet_late_interrupts
+
+    reported: list[BaseException | None] = []
+    before = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: reported.append(unraisable.exc_value)
+    try:
+        quiet_late_interrupts()
+
+        class Finalized:
+            def __init__(self, error: BaseException) -> None:
+                self.error = error
+
+            def __del__(self) -> None:
+                raise self.error
+
+        Finalized(LimitInterrupt("wall", "the wall-clock limit was exceeded"))  # dropped at once
+        Finalized(ValueError("a library's own fault"))
+    finally:
+        sys.unraisablehook = before
+    assert [type(error) for error in reported] == [ValueError]
