@@ -460,6 +460,11 @@ class RunRecorder:
             )
         writes = self._writes is not None and self._writes(call.name)
         refs = pending_refs(json.loads(call.arguments)) if self._writes is not None else []
+        if not set(refs) <= set(self.planned):  # a result this execution never handed out
+            raise self._stop(
+                ErrorCode.CODE_RUNTIME_ERROR,
+                f"the worker passed call {call.id} the result of a write it was not sent",
+            )
         if refs and not writes:  # a read that needs a planned write's result: stop here
             needed = ", ".join(f"{self.record.run}.{p}" for p in refs)
             message = (

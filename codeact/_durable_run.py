@@ -232,8 +232,8 @@ async def _run(
             source_line=halt.source_line,
         )
     if stopped is None and (end is not None or recorder.planned):
-        if not recorder.planned:  # only a planned write's result can stop a preview
-            raise ToolError("the worker stopped a preview that planned nothing")
+        # a stop without a planned write never gets here: the host killed its worker
+        assert recorder.planned
         if short is not None:
             raise ToolError(short, ErrorCode.REPLAY_DIVERGED)
         log.append(

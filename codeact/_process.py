@@ -53,6 +53,7 @@ from ._template import available as template_available
 from ._threads import SessionThread
 from ._worker_folders import FOLDER_PREFIX, new_folder, remove_folder, sweep_stale_folders
 from ._worker_messages import (
+    RECORDING_FIELDS,
     Forged,
     answer_message,
     asked_calls,
@@ -299,6 +300,7 @@ class Worker:
             deadline=time.monotonic() + limits.wall_seconds + KILL_GRACE_SECONDS,
             on_output=on_output,
             tape=tape,
+            script_lines=source.count("\n") + 1,
         )
         self._aborting = False
         try:
@@ -369,8 +371,12 @@ class Worker:
 
     def _outcome_of(self, message: dict[str, Any], serving: _Serving) -> ScriptOutcome:
         try:
-            serving.taped(message)
-            return host_outcome(message, serving.records, serving.limits)
+            serving.taped(message, "done")
+            outcome = host_outcome(message, serving.records, serving.limits)
+            stopped = outcome.error is not None and outcome.error.code == ErrorCode.PREVIEW_STOPPED
+            if stopped and not serving.planned:  # only a planned write's result stops one
+                raise Forged("a preview stop in a run that was sent no planned write")
+            return outcome
         except Forged as forged:
             raise self._refused(forged) from None
         except Exception as error:  # the run's tape refused it (a replay that diverged)
@@ -409,7 +415,7 @@ class Worker:
             if op == "done":
                 return self._outcome_of(message, serving)
             calls = asked_calls(message, op, serving.answers.bound)
-            serving.taped(message, len(calls))
+            serving.taped(message, op, len(calls))
             message = None
             if len(records) + len(calls) > limits.max_tool_calls:  # the worker is not trusted
                 self._kill_now()
@@ -434,6 +440,7 @@ class Worker:
                     )
                 )
             replies = [answer_message(result) for result in results]
+            serving.planned += sum("pending" in reply for reply in replies)
             reply = replies[0] if op == "call" else {"op": "results", "results": replies}
             self._send(reply, serving.deadline)
 
@@ -565,14 +572,19 @@ class _Serving:
     output_chars: int = 0
     tape: RunTape | None = None
     readings: int = 0
+    script_lines: int = 1  # the source's lines: a call is made on one of them
+    planned: int = 0  # pending values sent: the writes this run planned
 
-    def taped(self, message: dict[str, Any], calls: int = 0) -> None:
+    def taped(self, message: dict[str, Any], op: str, calls: int = 0) -> None:
         """Hand a durable run's fresh readings (bounded per run) and the lines of the
-        ``calls`` it asks for to its tape."""
+        ``calls`` its ``op`` message asks for to its tape; in a run that records nothing,
+        a recording's fields are forged."""
         if self.tape is None:
+            if any(key in message for key in RECORDING_FIELDS):
+                raise Forged("a recording's fields in a run that records nothing")
             return
         reads, diverged = readings(message, MAX_READINGS - self.readings)
-        lines = call_lines(message, calls) if calls else []
+        lines = call_lines(message, op, calls, self.script_lines)
         self.readings += len(reads)
         self.tape.received(reads, diverged, lines)
 

@@ -100,20 +100,25 @@ def readings(message: dict[str, Any], room: int) -> tuple[list[list[JsonValue]],
     return reads, None if diverged is None else bounded(diverged, MAX_LINE_CHARS)
 
 
-MAX_SCRIPT_LINE = 10_000_000
+# What only a durable run's messages carry (its worker's tape and call lines).
+RECORDING_FIELDS = ("reads", "diverged", "line", "lines")
 
 
-def call_lines(message: dict[str, Any], count: int) -> list[int | None]:
-    """The script lines a durable run's ``count`` calls were made on (None: not said)."""
-    if "lines" in message:
-        lines = message["lines"]
+def call_lines(message: dict[str, Any], op: str, count: int, last: int) -> list[int | None]:
+    """The script lines (1 to ``last``) a durable run's ``count`` calls were made on, as
+    its ``call`` ("line") or ``calls`` ("lines") says; None where not said."""
+    own, other = ("line", "lines") if op == "call" else ("lines", "line")
+    if other in message or (op == "done" and own in message):  # not this message's field
+        raise Forged(f"a {op} message with the field {other if other in message else own!r}")
+    if op == "call":
+        lines = [message.get("line")]
+    else:
+        lines = message.get("lines", [None] * count)
         if type(lines) is not list or len(lines) != count:
             raise Forged("call lines that do not match the calls")
-    else:
-        lines = [message.get("line")] if count == 1 else [None] * count
     for line in lines:
-        if line is not None and (type(line) is not int or not 0 < line <= MAX_SCRIPT_LINE):
-            raise Forged("a call line that is not a line number")
+        if line is not None and (type(line) is not int or not 0 < line <= last):
+            raise Forged("a call line that is not a line of the script")
     return lines
 
 

@@ -188,6 +188,32 @@ def misshapen_lines(channel: HostileChannel, run: int) -> None:
     hang()
 
 
+def unrecorded_readings(channel: HostileChannel, run: int) -> None:
+    """Send a recording's fields in a run that records nothing."""
+    channel.line({"op": "call", "run": run, "name": "add", "arguments": {"a": 1}, "reads": []})
+    hang()
+
+
+def unplanned_preview_stop(channel: HostileChannel, run: int) -> None:
+    """Claim a preview stopped on a planned write's result, with none planned."""
+    error = {"code": "PREVIEW_STOPPED", "message": "forged", "kind": ""}
+    channel.line(done(run, error=error))
+    hang()
+
+
+def line_past_the_script(channel: HostileChannel, run: int) -> None:
+    """Claim a call was made on a line the script does not have."""
+    channel.line({"op": "call", "run": run, "name": "add", "arguments": {"a": 1}, "line": 99})
+    hang()
+
+
+def unsent_pending(channel: HostileChannel, run: int) -> None:
+    """In a preview, pass a tool the result of a write the host never planned."""
+    mark = "\x00codeact.pending:7"
+    channel.line({"op": "call", "run": run, "name": "add", "arguments": {"a": mark}, "line": 1})
+    hang()
+
+
 BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
     function.__name__: function
     for function in (
@@ -214,6 +240,10 @@ BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
         flood_readings,
         forged_line,
         misshapen_lines,
+        unrecorded_readings,
+        unplanned_preview_stop,
+        line_past_the_script,
+        unsent_pending,
     )
 }
 

@@ -43,6 +43,8 @@ ENDINGS = {
     "wrong_code": ("CODE_RUNTIME_ERROR", "an unknown error code"),
     "bad_outcome": ("CODE_RUNTIME_ERROR", "an outcome of the wrong shape"),
     "bad_cause": ("CODE_RUNTIME_ERROR", "an outcome of the wrong shape"),
+    "unrecorded_readings": ("CODE_RUNTIME_ERROR", "a recording's fields in a run that records"),
+    "unplanned_preview_stop": ("CODE_RUNTIME_ERROR", "a preview stop in a run that was sent no"),
 }
 dispatched: list[str] = []
 
@@ -221,8 +223,10 @@ class Tape:
     [
         ("forged_reading", "a reading of an unknown kind"),
         ("flood_readings", "readings that are not a bounded list"),
-        ("forged_line", "a call line that is not a line number"),
+        ("forged_line", "a call line that is not a line of the script"),
         ("misshapen_lines", "call lines that do not match the calls"),
+        ("line_past_the_script", "a call line that is not a line of the script"),
+        ("unplanned_preview_stop", "a preview stop in a run that was sent no planned write"),
     ],
 )
 async def test_a_worker_that_forges_clock_or_entropy_readings_is_killed(
@@ -253,3 +257,24 @@ async def test_a_worker_that_forges_clock_or_entropy_readings_is_killed(
         assert executor.workers == []
     finally:
         await executor.aclose()
+
+
+async def test_a_previewed_worker_that_passes_a_result_it_was_never_sent_is_killed(
+    tmp_path: Path,
+) -> None:
+    from codeact import Durable, JsonlStore
+
+    executor = ProcessExecutor(limits=LIMITS, warm=0, template=False, hash_seed=0)
+    executor.options = WorkerOptions(module=HOSTILE, hash_seed=0)
+    durable = Durable(lambda session: JsonlStore(tmp_path / f"{session}.jsonl"))
+    runtime = Runtime(registry(), mode="code", executor=executor, limits=LIMITS, durable=durable)
+    async with runtime:
+        dispatched.clear()
+        code = {"code": "#hostile: unsent_pending", "preview": True}
+        with anyio.fail_after(60):
+            result = await runtime.execute(ToolCall("c1", "run_code", code), session="s")
+        assert result.is_error
+        assert "the result of a write it was not sent" in result.error.message
+        assert dispatched == []  # the call it came with never ran
+        assert executor.workers == []  # killed
+        assert runtime.plan("s") is None
