@@ -19,7 +19,6 @@ from ._durable_run import RESUMING, PlanReady, Resume, Surroundings, decline, ru
 from ._exceptions import ErrorCode, ToolError, UsageError
 from ._plan import Plan, PlanPolicy
 from ._policy import LATER, Later
-from ._preview import made_by_tool
 from ._sandbox import ScriptOutcome
 
 # Set by Runtime.preview: a plan is returned to the caller, the approver is not asked.
@@ -57,19 +56,15 @@ async def run_with_plans(
         plan = ready.plan
     approved: list[str] = []
     while True:
-        record = durable.runs(session)[-1]
-        violations = () if plans is None else plans.violations(plan, made_by_tool(record))
-        if violations:
-            plan = replace(plan, violations=violations)
-            await decline(durable, session, f"the plan policy refused the plan: {violations[0]}")
-            raise ToolError(f"{plan.text()}\n{DECLINED}", ErrorCode.POLICY_DENIED)
+        plan = checked(plan, plans)
+        if plan.violations:
+            raise ToolError(await decline_plan(durable, session, plan), ErrorCode.POLICY_DENIED)
         approve_plan = getattr(around.registry.policy, "approve_plan", None)
         answer = await approve_plan(plan) if ask and approve_plan is not None else LATER
         if isinstance(answer, Later):
             raise ToolError(f"{plan.text()}\n{WAITING}", ErrorCode.SUSPENDED)
         if answer is False:
-            await decline(durable, session, DECLINED)
-            raise ToolError(f"{plan.text()}\n{DECLINED}", ErrorCode.POLICY_DENIED)
+            raise ToolError(await decline_plan(durable, session, plan), ErrorCode.POLICY_DENIED)
         try:
             decisions = plan.decisions(answer, plans)
         except UsageError as error:  # the approver's answer does not fit the plan
@@ -77,12 +72,26 @@ async def run_with_plans(
         approved.append(f"{plan.text()}\n{_decided(plan, decisions)}")
         token = RESUMING.set(Resume(decisions=decisions))
         try:
-            outcome = await run_durably(durable, session, record.started.source, plan.run, around)
+            source = durable.runs(session)[-1].started.source
+            outcome = await run_durably(durable, session, source, plan.run, around)
             return Committed(outcome=outcome, plans=tuple(approved))
         except PlanReady as ready:
             plan = ready.plan
         finally:
             RESUMING.reset(token)
+
+
+def checked(plan: Plan, plans: PlanPolicy | None) -> Plan:
+    """``plan`` with what the plan policy refuses in it (nothing, without one)."""
+    return plan if plans is None else replace(plan, violations=plans.violations(plan))
+
+
+async def decline_plan(durable: Durable, session: str, plan: Plan) -> str:
+    """End the plan's run with none of its writes made (the policy refused it, or a person
+    declined it); what the model reads."""
+    why = f"the plan policy refused the plan: {plan.violations[0]}" if plan.violations else DECLINED
+    await decline(durable, session, why)
+    return f"{plan.text()}\n{DECLINED}"
 
 
 def _decided(plan: Plan, decisions: dict[str, bool]) -> str:
@@ -96,4 +105,4 @@ def _decided(plan: Plan, decisions: dict[str, bool]) -> str:
     )
 
 
-__all__ = ["PREVIEW_ONLY", "Committed", "run_with_plans"]
+__all__ = ["PREVIEW_ONLY", "Committed", "checked", "decline_plan", "run_with_plans"]

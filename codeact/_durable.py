@@ -31,7 +31,7 @@ from ._call import ToolCall
 from ._dispatch import current_invocation
 from ._exceptions import CodeActError, ErrorCode, UsageError
 from ._json import JsonValue, freeze
-from ._plan import PLANNED_REASON, PreviewEnd, pending_refs, resolved
+from ._plan import PLANNED_REASON, PreviewEnd, pending_refs, resolved, shown_keywords
 from ._results import TextBlock, ToolExecutionResult, ToolExecutionSuccess, failure
 from ._run_events import (
     RunDecided,
@@ -227,15 +227,18 @@ class RecordedRun:
             if position not in self.answers and self._undecided(position)
         ]
 
-    def _undecided(self, position: int) -> bool:
-        """Whether the call waits for someone: not decided, or approved and begun before
-        the run was cut short (its effect unknown)."""
+    def begun(self, position: int) -> bool:
+        """Was the call approved and begun (with no answer since, a crash cut it short)?"""
         decision = self.decisions.get(position)
-        return decision is None or (decision.approved and decision.attempted)
+        return decision is not None and decision.approved and decision.attempted
+
+    def _undecided(self, position: int) -> bool:
+        """Whether the call waits for someone: not decided, or begun before the run was cut
+        short (its effect unknown)."""
+        return position not in self.decisions or self.begun(position)
 
     def _waits_because(self, position: int) -> str:
-        decision = self.decisions.get(position)
-        if decision is not None and decision.approved and decision.attempted:
+        if self.begun(position):
             return EFFECT_UNKNOWN  # approved and begun when the run was cut short
         if position in self.suspended:
             return self.suspended[position].reason
@@ -503,7 +506,7 @@ class RunRecorder:
                     RunSuspended(run=self.record.run, position=position, reason=EFFECT_UNKNOWN)
                 )
             raise self._suspend(call, reason.reason if reason else EFFECT_UNKNOWN)
-        if decision.approved and decision.attempted:  # it began before a crash: unknown
+        if self.record.begun(position):  # it began before a crash: its effect is unknown
             if self._repeatable(call.name):
                 return True  # idempotent: again, with the same key
             self.append(RunSuspended(run=self.record.run, position=position, reason=EFFECT_UNKNOWN))
@@ -597,12 +600,8 @@ def shown_arguments(arguments: str, limit: int = 200) -> str:
     except ValueError:
         parsed = None
     if isinstance(parsed, dict):
-        text = ", ".join(
-            f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in parsed.items()
-        )
-    else:
-        text = arguments
-    return text if len(text) <= limit else text[:limit] + "..."
+        return shown_keywords(parsed, limit=limit)
+    return arguments if len(arguments) <= limit else arguments[:limit] + "..."
 
 
 __all__ = [

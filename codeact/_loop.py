@@ -190,8 +190,7 @@ class Agent:
         Calls a resumed session left open get their synthetic results first, since every
         provider refuses a call with no result.
         """
-        with agent_span(self.name, self.model.name, self.session.id):
-            return await self._turn(text, abort)
+        return await self._continue(text, abort)
 
     async def resume(
         self, decisions: Mapping[str, bool] | None = None, *, abort: AbortSignal | None = None
@@ -214,13 +213,16 @@ class Agent:
             f"The run_code call {result.call_id}, which was suspended, has resumed"
             f"{f' ({decided})' if decided else ''} and {status}. Its result:\n{result.text}"
         )
+        return await self._continue(text, abort)
+
+    async def _continue(self, text: str, abort: AbortSignal | None) -> str:
+        """One turn from ``text`` (the user's, or what a resumed run did), traced as one."""
         with agent_span(self.name, self.model.name, self.session.id):
             return await self._turn(text, abort)
 
     async def commit(self, approval: Approval = True, *, abort: AbortSignal | None = None) -> str:
         """Decide the plan this conversation's previewed run waits on (``Runtime.commit``),
         then go on with the turn: the model reads what the commit did and answers."""
-        plan = self.runtime.plan(self.script_session)
         result = await self.runtime.commit(self.script_session, approval, abort=abort)
         decided = (
             "approved"
@@ -231,11 +233,10 @@ class Agent:
         )
         status = "failed" if result.is_error else "finished"
         text = (
-            f"The plan of run {plan.run if plan else result.call_id}, which waited for a "
-            f"decision, was {decided}; the run {status}. Its result:\n{result.text}"
+            f"The plan of run {result.call_id}, which waited for a decision, was {decided}; "
+            f"the run {status}. Its result:\n{result.text}"
         )
-        with agent_span(self.name, self.model.name, self.session.id):
-            return await self._turn(text, abort)
+        return await self._continue(text, abort)
 
     def stream(self, text: str, *, abort: AbortSignal | None = None) -> TurnStream:
         """One user turn, its events as they happen::

@@ -12,15 +12,15 @@ from ._abort import AbortSignal
 from ._background import BackgroundLoop, close_at_exit
 from ._call import ToolCall
 from ._code_mode import RUN_CODE, SCRIPT_SESSION, describe_run_code, run_code_tool
-from ._commit import DECLINED, PREVIEW_ONLY
+from ._commit import PREVIEW_ONLY, checked, decline_plan
 from ._discovery import DESCRIBE, SEARCH_TOOLS, discovery_tools
 from ._durable import Durable, PendingCall, ReplayDiverged
-from ._durable_run import RESUMING, Resume, decline
+from ._durable_run import RESUMING, Resume
 from ._exceptions import ErrorCode, ToolError, UsageError
 from ._executors import Executor
 from ._json import JsonValue, thaw
 from ._plan import Approval, Plan, PlanPolicy
-from ._preview import made_by_tool, plan_of
+from ._preview import plan_of
 from ._process import ProcessExecutor
 from ._registry import ToolRegistry, advertise
 from ._results import ToolExecutionResult, failure
@@ -323,9 +323,8 @@ class Runtime:
         runs = self._durable().runs(name)
         if not runs or runs[-1].ended is not None:
             return None
-        run = runs[-1]
-        waiting = [p for p in run.planned() if p not in run.answers and p not in run.decisions]
-        return plan_of(run, name) if waiting else None
+        plan = plan_of(runs[-1], name)
+        return plan if plan.writes else None
 
     async def commit(
         self,
@@ -343,14 +342,9 @@ class Runtime:
         plan = self.plan(name)
         if plan is None:
             raise UsageError(f"session {name!r} has no plan waiting for a decision")
-        durable = self._durable()
-        made = made_by_tool(durable.runs(name)[-1])
-        violations = () if self.plans is None else self.plans.violations(plan, made)
-        if violations or approval is False:
-            plan = dataclasses.replace(plan, violations=violations)
-            why = f"the plan policy refused the plan: {violations[0]}" if violations else DECLINED
-            await decline(durable, name, why)
-            text = f"{plan.text()}\n{DECLINED}"
+        plan = checked(plan, self.plans)
+        if plan.violations or approval is False:
+            text = await decline_plan(self._durable(), name, plan)
             return failure(plan.run, RUN_CODE, ErrorCode.POLICY_DENIED, text)
         decisions = plan.decisions(approval, self.plans)
         return await self._resumed(name, decisions, None, abort)

@@ -43,11 +43,7 @@ class PlannedWrite:
     def shown(self, limit: int = 160) -> str:
         """The call as a script writes it, a planned result shown as ``<result of c1.2>``."""
         run = self.call_id.rpartition(".")[0]
-        text = ", ".join(
-            f"{key}={_shown_value(value, run)}" for key, value in self.arguments.items()
-        )
-        text = text if len(text) <= limit else text[:limit] + "..."
-        return f"{self.tool}({text})"
+        return f"{self.tool}({shown_keywords(self.arguments, run, limit)})"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,11 +63,17 @@ class Plan:
     run: str
     writes: tuple[PlannedWrite, ...]
     reads: int = 0
-    made: int = 0  # writes this run already made (an earlier plan's, approved)
+    # writes this run already made (an earlier plan's, approved), by tool
+    made_by_tool: Mapping[str, int] = field(default_factory=dict)
     stopped: PreviewEnd | None = None
     value: JsonValue = None
     output: str = ""
     violations: tuple[str, ...] = ()
+
+    @property
+    def made(self) -> int:
+        """How many writes this run already made."""
+        return sum(self.made_by_tool.values())
 
     def text(self) -> str:
         """The plan as a model (or a person) reads it."""
@@ -181,14 +183,13 @@ class PlanPolicy:
     loops_need_batch: bool = False
     always: bool = False
 
-    def violations(self, plan: Plan, made: Mapping[str, int] | None = None) -> tuple[str, ...]:
-        """What in ``plan`` this policy refuses; ``made`` counts the run's writes already made."""
-        made = made or {}
+    def violations(self, plan: Plan) -> tuple[str, ...]:
+        """What in ``plan`` this policy refuses, counting the writes its run already made."""
         found: list[str] = []
-        total = sum(made.values()) + len(plan.writes)
+        total = plan.made + len(plan.writes)
         if self.max_writes is not None and total > self.max_writes:
             found.append(f"the run would make {total} writes, more than {self.max_writes}")
-        counts = Counter(made)
+        counts = Counter(plan.made_by_tool)
         counts.update(w.tool for w in plan.writes)
         for tool, quota in self.quotas.items():
             if counts[tool] > quota:
@@ -258,12 +259,20 @@ def resolved(value: Any, results: Mapping[int, JsonValue]) -> Any:
     return value
 
 
+def shown_keywords(arguments: Mapping[str, Any], run: str = "", limit: int = 200) -> str:
+    """A call's arguments as a script writes them (``amount=5``), cut at ``limit``."""
+    text = ", ".join(f"{key}={_shown_value(value, run)}" for key, value in arguments.items())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _shown_value(value: Any, run: str) -> str:
     """JSON as a script writes it; a planned write's result as ``<result of c1.2>``."""
     if isinstance(value, str) and value.startswith(PENDING_MARK):
         return f"<result of {run}.{value[len(PENDING_MARK) :]}>"
     if isinstance(value, dict):
-        items = (f"{json.dumps(k)}: {_shown_value(v, run)}" for k, v in value.items())
+        items = (
+            f"{json.dumps(k, ensure_ascii=False)}: {_shown_value(v, run)}" for k, v in value.items()
+        )
         return "{" + ", ".join(items) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_shown_value(item, run) for item in value) + "]"
@@ -280,4 +289,5 @@ __all__ = [
     "loops_by_line",
     "pending_refs",
     "resolved",
+    "shown_keywords",
 ]

@@ -140,13 +140,18 @@ class RulePolicy:
         no approver, the plan waits (LATER) for ``Runtime.commit``."""
         if self.approver is None:
             return LATER
-        given = self.approver(plan)
-        answer = await given if inspect.isawaitable(given) else given
+        answer = await self._answer(plan)
         if answer is LATER or isinstance(answer, bool | Mapping):
             return answer
         raise TypeError(
             f"a plan's approver returns True, False, a mapping or LATER, not {answer!r}"
         )
+
+    async def _answer(self, question: Invocation | Plan) -> Approval | Later:
+        """The approver's answer, awaited when it is a coroutine."""
+        assert self.approver is not None
+        given = self.approver(question)
+        return await given if inspect.isawaitable(given) else given
 
     async def _ask(self, invocation: Invocation) -> Verdict:
         decided = DECIDED.get().get(invocation.call_id)
@@ -157,8 +162,7 @@ class RulePolicy:
                 allowed=False, reason=f"{invocation.name!r} needs approval and no approver is set"
             )
         else:
-            given = self.approver(invocation)
-            answer = await given if inspect.isawaitable(given) else given
+            answer = await self._answer(invocation)
             if isinstance(answer, Mapping):  # a plan's kind of answer, to a single call
                 raise TypeError("an approver asked about one call returns True, False or LATER")
         if answer is LATER:

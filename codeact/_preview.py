@@ -48,27 +48,18 @@ def plan_of(run: RecordedRun, session: str) -> Plan:
                 uses=tuple(f"{run.run}.{p}" for p in pending_refs(arguments)),
             )
         )
-    made = [p for p in planned if p in run.answers]
+    made = Counter(run.calls[p].name for p in planned if p in run.answers and _succeeded(run, p))
     stop, value, output = _previewed(run)
     return Plan(
         session=session,
         run=run.run,
         writes=tuple(writes),
-        reads=len(_reads_since(run, max(made, default=0))),
-        made=sum(1 for p in made if _succeeded(run, p)),
+        reads=len(_plan_reads(run)),
+        made_by_tool=dict(made),
         stopped=stop,
         value=value,
         output=output,
     )
-
-
-def made_by_tool(run: RecordedRun) -> dict[str, int]:
-    """How many writes of each tool ``run`` has made (for a plan policy's quotas)."""
-    made: Counter[str] = Counter()
-    for position in run.planned():
-        if position in run.answers and _succeeded(run, position):
-            made[run.calls[position].name] += 1
-    return dict(made)
 
 
 async def stale_read(
@@ -76,8 +67,7 @@ async def stale_read(
 ) -> str | None:
     """Run the reads the plan was made from again; the first whose answer changed, as a
     sentence (None: the world is as the preview saw it)."""
-    made = [p for p in run.planned() if p in run.answers]
-    reads = _reads_since(run, max(made, default=0))
+    reads = _plan_reads(run)
     if not reads:
         return None
     calls = [
@@ -95,9 +85,10 @@ async def stale_read(
     return None
 
 
-def _reads_since(run: RecordedRun, after: int) -> list[int]:
-    """The answered reads past position ``after`` (the last write made): the plan's reads."""
-    planned = set(run.planned())
+def _plan_reads(run: RecordedRun) -> list[int]:
+    """The plan's reads: those answered after the last write the run made."""
+    planned = run.planned()
+    after = max((p for p in planned if p in run.answers), default=0)
     return [p for p in sorted(run.answers) if p > after and p not in planned]
 
 
@@ -130,4 +121,4 @@ def _answer_shown(answer: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-__all__ = ["made_by_tool", "plan_of", "stale_read"]
+__all__ = ["plan_of", "stale_read"]

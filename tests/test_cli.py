@@ -19,15 +19,17 @@ def codeact(
     stdin: str | None = None,
     cwd: Path | None = None,
     installed: bool = False,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The command line as a subprocess: ``python -m codeact`` with the tests' tools on the
-    path, or (``installed``) the console script with nothing added to the path."""
+    path, or (``installed``) the console script with nothing added to the path; ``env``
+    adds to its environment."""
     if installed:
         command = [str(Path(sys.executable).parent / "codeact")]
-        env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+        environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     else:
         command = [sys.executable, "-m", "codeact"]
-        env = {**os.environ, "PYTHONPATH": str(TESTS)}
+        environment = {**os.environ, "PYTHONPATH": str(TESTS)}
     return subprocess.run(
         [*command, *args],
         input=stdin,
@@ -35,7 +37,7 @@ def codeact(
         capture_output=True,
         text=True,
         timeout=60,
-        env=env,
+        env={**environment, **(env or {})},
         check=False,
     )
 
@@ -388,15 +390,13 @@ def test_run_preview_shows_the_plan_and_makes_only_what_the_answer_approves(
     script = tmp_path / "act.py"
     script.write_text(PREVIEWED)
     ledger = tmp_path / "ledger"
-    env = {**os.environ, "PYTHONPATH": str(TESTS), "CODEACT_TEST_LEDGER": str(ledger)}
-    done = subprocess.run(
-        [sys.executable, "-m", "codeact", "run", "--preview", str(script), *TOOLS_OPTION],
-        input=answer,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
+    done = codeact(
+        "run",
+        "--preview",
+        str(script),
+        *TOOLS_OPTION,
+        stdin=answer,
+        env={"CODEACT_TEST_LEDGER": str(ledger)},
     )
     assert "Plan for run cli: 4 writes (none made yet), after 1 read." in done.stderr
     assert "3 x remind, in the loop at line 2" in done.stderr

@@ -122,6 +122,17 @@ class Approver:
         return self.approval
 
 
+def asked_world(
+    approval: Approval, meanwhile: Callable[[World], None] | None = None
+) -> tuple[World, ToolRegistry, Approver]:
+    """A fresh world, its tools, and the approver their policy asks."""
+    world = World()
+    registry = world_tools(world)
+    approver = Approver(world, approval, meanwhile)
+    registry.set_policy(RulePolicy(approver=approver))
+    return world, registry, approver
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -260,10 +271,7 @@ def run_code(source: str, call_id: str = "s", *, preview: bool = True) -> ToolCa
 async def test_a_previewed_script_writes_nothing_until_one_approval_and_then_exactly_that(
     scenario: Scenario, tmp_path: Path
 ) -> None:
-    world = World()
-    registry = world_tools(world)
-    approver = Approver(world, scenario.approval, scenario.meanwhile)
-    registry.set_policy(RulePolicy(approver=approver))
+    world, registry, approver = asked_world(scenario.approval, scenario.meanwhile)
     async with durable_runtime(registry, tmp_path) as host:
         result = await host.execute(run_code(scenario.source), mode="code", session="s1")
         after = await host.execute(
@@ -406,10 +414,7 @@ async def test_storing_passing_and_returning_pending_values_do_not_stop_the_prev
 async def test_a_commit_past_the_stop_plans_the_next_writes_and_asks_again(
     tmp_path: Path,
 ) -> None:
-    world = World()
-    registry = world_tools(world)
-    approver = Approver(world, True)
-    registry.set_policy(RulePolicy(approver=approver))
+    world, registry, approver = asked_world(True)
     source = (
         'order = create_order(item="pen", qty=1)\n'
         'if get_order(order_id=order["id"])["qty"] == 1:\n'
@@ -474,10 +479,7 @@ async def test_a_plan_over_the_maximum_or_a_quota_is_refused_before_anyone_is_as
             "3 send_email writes, more than 2",
         ),
     ]:
-        world = World()
-        registry = world_tools(world)
-        approver = Approver(world, True)
-        registry.set_policy(RulePolicy(approver=approver))
+        world, registry, approver = asked_world(True)
         folder = tmp_path / str(id(policy))
         folder.mkdir()
         async with durable_runtime(registry, folder, policy) as host:
@@ -506,10 +508,7 @@ async def test_writes_inside_loops_are_approved_together_under_the_batch_rule(
 
 
 async def test_always_previews_every_run_the_model_makes(tmp_path: Path) -> None:
-    world = World()
-    registry = world_tools(world)
-    approver = Approver(world, True)
-    registry.set_policy(RulePolicy(approver=approver))
+    _, registry, approver = asked_world(True)
     async with durable_runtime(registry, tmp_path, PlanPolicy(always=True)) as host:
         schema = next(s for s in host.schemas("code") if s["name"] == "run_code")
         assert "preview" in schema["parameters"]["properties"]

@@ -128,20 +128,6 @@ class Pending:
         self.needed("copies")
 
 
-def has_pending(value: Any, depth: int = 0) -> bool:
-    """Whether plain data (dicts, lists, tuples) holds a pending value anywhere."""
-    kind = type(value)
-    if kind is Pending:
-        return True
-    if depth >= MAX_MARKED_DEPTH:
-        return False
-    if kind is dict:
-        return any(has_pending(item, depth + 1) for item in value.values())
-    if kind in (list, tuple):
-        return any(has_pending(item, depth + 1) for item in value)
-    return False
-
-
 def marked(value: Any, depth: int = 0) -> Any:
     """``value`` with every pending value in it replaced by its mark (a call's arguments,
     a run's result), so it can cross to the host as JSON."""
@@ -203,7 +189,6 @@ __all__ = [
     "CallNotes",
     "Pending",
     "PreviewStop",
-    "has_pending",
     "marked",
     "script_line",
 ]
