@@ -19,7 +19,7 @@ from ._durable_run import Surroundings, known_names
 from ._events import EventRelay, PrintedLines
 from ._exceptions import ErrorCode, ToolError, UsageError
 from ._executors import Executor, SyncToolCaller
-from ._json import FrozenJson, JsonValue, detach, dumps
+from ._json import FrozenJson, JsonValue, dumps
 from ._media import render_value
 from ._plan import PlanPolicy
 from ._precheck import check_script, script_names
@@ -358,17 +358,22 @@ def _caller_in_thread(
     if emit is None:
         return None
 
+    prefix = f"{parent or RUN_CODE}."
+
     def call_tool_now(called: str, arguments: dict[str, JsonValue]) -> ToolExecutionResult | None:
         name = real(called)
-        if not runs_now(registry, name):
+        if not runs_now(registry, name):  # asked before a number is taken: no gaps
             return None
-        plain = detach(arguments)  # a copy of this call's own, whoever the caller is
-        assert isinstance(plain, dict)
-        call = ToolCall(f"{parent or RUN_CODE}.{next(numbers)}", name, dumps(plain))
+        # arguments: plain JSON the executor made for this call and hands over
+        call = ToolCall(prefix + str(next(numbers)), name, dumps(arguments))
         if traced is None:
-            return execute_now(registry, call, parent=parent, abort=abort, emit=emit, plain=plain)
+            return execute_now(
+                registry, call, parent=parent, abort=abort, emit=emit, plain=arguments
+            )
         with attached(traced):
-            return execute_now(registry, call, parent=parent, abort=abort, emit=emit, plain=plain)
+            return execute_now(
+                registry, call, parent=parent, abort=abort, emit=emit, plain=arguments
+            )
 
     return call_tool_now
 

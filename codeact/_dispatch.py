@@ -47,8 +47,8 @@ from ._tracing import end_tool_span, start_tool_span, tool_context
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from ._policy import Verdict
-    from ._registry import ToolRegistry
+    from ._policy import Policy, Verdict
+    from ._registry import PreHook, Resolved, ToolRegistry
     from ._tool import Tool
 
 MAX_LISTED_TOOLS = 20
@@ -117,34 +117,38 @@ async def execute(
 ) -> ToolExecutionResult:
     """Run ``call`` through the pipeline and return its one result."""
     started = time.perf_counter()
-    registered = registry.get(call.name)
+    resolved = registry.resolve(call.name)
     span = start_tool_span(
-        call.id, call.name, registered.description if registered else "", call.arguments
+        call.id, call.name, resolved.tool.description if resolved else "", call.arguments
     )
-    if registered is None:
+    if resolved is None:
         result: ToolExecutionResult = failure(
             call.id, call.name, ErrorCode.UNKNOWN_TOOL, _unknown(registry, call.name)
         )
-        _finish(registry, call.id, call.name, parent, result, started, span=span)
+        _finish(registry.emit, call.id, call.name, parent, result, started, span=span)
         return result
-    invocation = _invocation(call, registered, parent)
-    registry.emit(
-        ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments, parent=parent)
-    )
-    emitting = _EMIT.set(registry.emit)
+    invocation = _invocation(call, resolved.tool, parent)
+    emit = registry.emit if resolved.listened else None
+    if emit is not None:
+        emit(
+            ToolCallStarted(
+                call_id=call.id, name=call.name, arguments=call.arguments, parent=parent
+            )
+        )
+    emitting = _EMIT.set(emit)
     try:
         with tool_context(span):
-            result = await _run(registry, invocation, abort)
+            result = await _run(resolved, invocation, abort)
     except Rejection as rejection:
         result = failure(call.id, call.name, rejection.code, rejection.message)
     except anyio.get_cancelled_exc_class():
         aborted = failure(call.id, call.name, ErrorCode.ABORTED, "the call was cancelled")
-        _finish(registry, call.id, call.name, parent, aborted, started, span=span)
+        _finish(emit, call.id, call.name, parent, aborted, started, span=span)
         raise
     finally:
         _EMIT.reset(emitting)
-    result = await _run_post_hooks(registry, invocation, result)
-    _finish(registry, call.id, call.name, parent, result, started, span=span)
+    result = await _run_post_hooks(resolved, invocation, result)
+    _finish(emit, call.id, call.name, parent, result, started, span=span)
     return result
 
 
@@ -155,15 +159,20 @@ def runs_now(registry: ToolRegistry, name: str) -> bool:
 
 def _in_thread(
     registry: ToolRegistry, name: str
-) -> tuple[Tool, Callable[[Invocation], Verdict | None]] | None:
-    """The tool and its policy's ``decide_now`` when a call of ``name`` can run in the
-    calling thread (a sync tool, no hooks, a policy that can decide without an approver);
-    looked up once per call, each registry in the chain read once."""
-    registered = registry.get(name)
-    if registered is None or registered.is_async or registry.pre_hooks or registry.post_hooks:
+) -> tuple[Resolved, Callable[[Invocation], Verdict | None]] | None:
+    """The resolved tool and its policy's ``decide_now`` when a call of ``name`` can run
+    in the calling thread (a sync tool, no hooks, a policy that can decide without an
+    approver)."""
+    resolved = registry.resolve(name)
+    if (
+        resolved is None
+        or resolved.tool.is_async
+        or resolved.pre_hooks
+        or resolved.post_hooks
+        or not hasattr(resolved.policy, "decide_now")
+    ):
         return None
-    decide_now = getattr(registry.policy, "decide_now", None)
-    return None if decide_now is None else (registered, decide_now)
+    return resolved, resolved.policy.decide_now
 
 
 def decides_now(
@@ -177,8 +186,8 @@ def decides_now(
     found = _in_thread(registry, call.name)
     if found is None:
         return False
-    registered, decide_now = found
-    return decide_now(_invocation(call, registered, parent, plain)) is not None
+    resolved, decide_now = found
+    return decide_now(_invocation(call, resolved.tool, parent, plain)) is not None
 
 
 def execute_now(
@@ -200,18 +209,24 @@ def execute_now(
     the tool returns (its thread is the script's: it cannot be abandoned), with the same
     code as on the loop. ``emit`` delivers events where listeners expect them (the loop).
     ``plain``: the call's arguments already parsed, detached and owned by this call.
+    Events are made only when a listener hears them.
     """
-    found = _in_thread(registry, call.name)
+    called = call.name
+    found = _in_thread(registry, called)
     if found is None:
         return None
-    registered, decide_now = found
+    resolved, decide_now = found
+    registered = resolved.tool
     started = time.perf_counter()
     invocation = _invocation(call, registered, parent, plain)  # plain: frozen without a parse
     verdict = decide_now(invocation)  # rules only: pure, and the same answer decide gives
     if verdict is None:
         return None
-    span = start_tool_span(call.id, call.name, registered.description, call.arguments)
-    emit(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments, parent=parent))
+    call_id = call.id
+    listened = resolved.listened
+    span = start_tool_span(call_id, called, registered.description, call.arguments)
+    if listened:
+        emit(ToolCallStarted(call_id=call_id, name=called, arguments=call.arguments, parent=parent))
     try:
         if plain is None:
             arguments = _validate_arguments(invocation)
@@ -219,16 +234,20 @@ def execute_now(
             arguments = _checked_arguments(invocation, plain)
         if not verdict.allowed:
             raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
-        emitting = _EMIT.set(emit)
+        emitting = _EMIT.set(emit if listened else None)
         try:
-            with tool_context(span):
+            if span is None:
                 raw = _invoke_now(invocation, arguments, abort)
+            else:
+                with tool_context(span):
+                    raw = _invoke_now(invocation, arguments, abort)
         finally:
             _EMIT.reset(emitting)
         result: ToolExecutionResult = _render(invocation, _check_output(invocation, raw))
     except Rejection as rejection:
-        result = failure(call.id, call.name, rejection.code, rejection.message)
-    _finish(registry, call.id, call.name, parent, result, started, emit, span=span)
+        result = failure(call_id, called, rejection.code, rejection.message)
+    if listened or span is not None:
+        _finish(emit if listened else None, call_id, called, parent, result, started, span=span)
     return result
 
 
@@ -283,12 +302,12 @@ def _refuse_late(invocation: Invocation, abort: AbortSignal | None) -> NoReturn:
 
 
 async def _run(
-    registry: ToolRegistry, invocation: Invocation, abort: AbortSignal | None
+    resolved: Resolved, invocation: Invocation, abort: AbortSignal | None
 ) -> ToolExecutionResult:
     """The steps between resolution and the result, in contract order."""
     arguments = _validate_arguments(invocation)
-    await _apply_policy(registry, invocation)
-    await _run_pre_hooks(registry, invocation)
+    await _apply_policy(resolved.policy, invocation)
+    await _run_pre_hooks(resolved.pre_hooks, invocation)
     raw = await _invoke(invocation, arguments, abort)
     value = _check_output(invocation, raw)
     return _render(invocation, value)
@@ -336,7 +355,10 @@ def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, An
     nothing else), so the default applies.
     """
     tool = invocation.tool
-    problem = describe_errors(tool.parameter_validator, plain, plain=tool.parameter_check)
+    if tool.parameter_check(plain):  # the common case: certainly valid, nothing to describe
+        problem = None
+    else:
+        problem = describe_errors(tool.parameter_validator, plain)
     if problem is not None and drop_optional_nulls(tool.parameter_validator, plain):
         problem = describe_errors(tool.parameter_validator, plain, plain=tool.parameter_check)
     if problem is not None:
@@ -356,16 +378,16 @@ def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, An
         ) from None
 
 
-async def _apply_policy(registry: ToolRegistry, invocation: Invocation) -> None:
-    verdict = await registry.policy.decide(invocation)
+async def _apply_policy(policy: Policy, invocation: Invocation) -> None:
+    verdict = await policy.decide(invocation)
     if getattr(verdict, "later", False):  # deferred: a durable run suspends at this call
         raise Rejection(ErrorCode.SUSPENDED, verdict.reason or "waits for approval")
     if not verdict.allowed:
         raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
 
 
-async def _run_pre_hooks(registry: ToolRegistry, invocation: Invocation) -> None:
-    for hook in registry.pre_hooks:
+async def _run_pre_hooks(hooks: tuple[PreHook, ...], invocation: Invocation) -> None:
+    for hook in hooks:
         veto = hook(invocation)
         if inspect.isawaitable(veto):
             veto = await veto
@@ -407,8 +429,9 @@ def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
             f"{invocation.name!r} returned a value with no JSON form: {error}",
         ) from None
     validator = invocation.tool.output_validator
-    if validator is not None:
-        problem = describe_errors(validator, value, plain=invocation.tool.output_check)
+    check = invocation.tool.output_check
+    if validator is not None and not (check is not None and check(value)):
+        problem = describe_errors(validator, value)
         if problem is not None:
             raise Rejection(
                 ErrorCode.INVALID_OUTPUT,
@@ -459,9 +482,9 @@ def _render(invocation: Invocation, value: FrozenJson) -> ToolExecutionSuccess:
 
 
 async def _run_post_hooks(
-    registry: ToolRegistry, invocation: Invocation, result: ToolExecutionResult
+    resolved: Resolved, invocation: Invocation, result: ToolExecutionResult
 ) -> ToolExecutionResult:
-    for hook in registry.post_hooks:
+    for hook in resolved.post_hooks:
         try:
             outcome = hook(invocation, result)
             if inspect.isawaitable(outcome):
@@ -481,6 +504,8 @@ async def _run_post_hooks(
 
 def bound_content(blocks: Sequence[ContentBlock], limit: int) -> tuple[ContentBlock, ...]:
     """Cut content past ``limit`` characters, saying visibly how much was cut."""
+    if len(blocks) == 1 and type(blocks[0]) is TextBlock and len(blocks[0].text) <= limit:
+        return tuple(blocks)  # one short text: most results
     total = sum(len(block.text) for block in blocks if isinstance(block, TextBlock))
     if total <= limit:
         return tuple(blocks)  # media are not text: they never count against the limit
@@ -523,19 +548,21 @@ def _describe_exception(error: BaseException) -> str:
 
 
 def _finish(
-    registry: ToolRegistry,
+    emit: Callable[[DispatchEvent], None] | None,
     call_id: str,
     name: str,
     parent: str | None,
     result: ToolExecutionResult,
     started: float,
-    emit: Callable[[DispatchEvent], None] | None = None,
     *,
     span: Span | None = None,
 ) -> None:
+    """End the call's span and tell listeners (``emit``: None when none listen)."""
     seconds = time.perf_counter() - started
     end_tool_span(span, result)
-    (emit or registry.emit)(
+    if emit is None:
+        return
+    emit(
         ToolCallFinished(
             call_id=call_id,
             name=name,
@@ -637,7 +664,7 @@ def _never_dispatched(
     result = failure(
         call.id, call.name, ErrorCode.ABORTED, f"tool call aborted before dispatch ({reason})"
     )
-    _finish(registry, call.id, call.name, parent, result, time.perf_counter())
+    _finish(registry.emit, call.id, call.name, parent, result, time.perf_counter())
     return result
 
 

@@ -85,31 +85,46 @@ class _Gate:
     users: int = 0
 
 
+MAX_SPARE_GATES = 64
+
+
 class SessionGates:
     """One run of a session at a time, in arrival order, with a bound on those waiting.
 
-    Runs of different sessions never wait on each other.
+    Runs of different sessions never wait on each other. A session's gate lives while
+    it has runs; a gate left free is kept for the next session (making a lock costs more
+    than a short run's whole turn).
     """
 
     def __init__(self, limit: int = MAX_QUEUED_RUNS) -> None:
         self.limit = limit
         self._gates: dict[str, _Gate] = {}
+        self._spare: list[_Gate] = []
 
     @contextlib.asynccontextmanager
     async def hold(self, session: str) -> AsyncIterator[None]:
-        gate = self._gates.get(session)
-        if gate is None:
-            gate = self._gates[session] = _Gate()
-        if gate.users > self.limit:
-            raise QueueFull(session)
-        gate.users += 1
+        gate = self._enter(session)
         try:
             async with taken(gate.lock):  # FIFO: a released lock goes to the first waiter
                 yield
         finally:
-            gate.users -= 1
-            if gate.users == 0:
-                self._gates.pop(session, None)
+            self._leave(session, gate)
+
+    def _enter(self, session: str) -> _Gate:
+        gate = self._gates.get(session)
+        if gate is None:
+            gate = self._gates[session] = self._spare.pop() if self._spare else _Gate()
+        if gate.users > self.limit:
+            raise QueueFull(session)
+        gate.users += 1
+        return gate
+
+    def _leave(self, session: str, gate: _Gate) -> None:
+        gate.users -= 1
+        if gate.users == 0:  # nobody holds it or waits: free for another session
+            self._gates.pop(session, None)
+            if len(self._spare) < MAX_SPARE_GATES:
+                self._spare.append(gate)
 
     def active(self, session: str) -> bool:
         """Is a run of ``session`` running or waiting its turn?"""
@@ -120,10 +135,21 @@ class SessionGates:
     ) -> ScriptOutcome:
         """``work`` in its turn; a clear error when the session's queue is full."""
         try:
-            async with self.hold(session):
-                return await work()
+            gate = self._enter(session)
         except QueueFull:
             return queue_full(session, self.limit)
+        try:
+            lock = gate.lock
+            try:
+                lock.acquire_nowait()  # fails while others wait: their turn comes first
+            except anyio.WouldBlock:
+                await lock.acquire()
+            try:
+                return await work()
+            finally:
+                lock.release()
+        finally:
+            self._leave(session, gate)
 
 
 @contextlib.asynccontextmanager

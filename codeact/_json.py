@@ -104,6 +104,10 @@ def _detach_mapping(items: Iterable[tuple[object, object]], depth: int) -> JsonV
             if not isinstance(key, str):
                 raise _Misfit(f"object keys must be strings, not {type(key).__name__}")
             key = str.__str__(key)
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            plain[key] = item  # type: ignore[assignment]
+            continue
         try:
             plain[key] = _detach(item, depth + 1)
         except _Misfit as misfit:
@@ -138,10 +142,18 @@ def freeze(value: JsonValue) -> FrozenJson:
     """An immutable view of a detached value: read-only objects and tuples."""
     kind = type(value)
     if kind is dict:
-        return FrozenDict({key: freeze(item) for key, item in value.items()})  # type: ignore[union-attr]
+        return FrozenDict(
+            {
+                key: item if type(item) in _IMMUTABLE else freeze(item)
+                for key, item in value.items()  # type: ignore[union-attr]
+            }
+        )
     if kind is list:
         return tuple(freeze(item) for item in value)  # type: ignore[union-attr]
     return value  # type: ignore[return-value]
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 
 def thaw(value: FrozenJson) -> JsonValue:
@@ -158,7 +170,12 @@ def thaw(value: FrozenJson) -> JsonValue:
 
 def dumps(value: object) -> str:
     """Compact, key-sorted JSON: the same value always gives the same bytes."""
-    return _ENCODER.encode(value)
+    if _C_ENCODE is None:
+        return _ENCODER.encode(value)
+    try:
+        return "".join(_C_ENCODE(value, 0))
+    except RecursionError:  # a value that holds itself (or nests deeper than the stack)
+        return _ENCODER.encode(value)  # which names a cycle as json.dumps does
 
 
 def _frozen(value: object) -> object:
@@ -172,6 +189,17 @@ def _frozen(value: object) -> object:
 # One encoder for every call: json.dumps with options builds a new one each time.
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_frozen
+)
+# The same options in C, made once (JSONEncoder makes its C encoder again for every value).
+# It keeps no record of the containers it is inside (markers=None), so it holds no state
+# between calls and threads may share it; a cycle ends as RecursionError, retried above.
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(
+        None, _frozen, json.encoder.encode_basestring, None, ":", ",", True, False, True
+    )
 )
 
 

@@ -64,9 +64,14 @@ def split_media(value: FrozenJson) -> tuple[Any, list[ContentBlock]]:
     return walk(value), found
 
 
+_SCALARS = (int, float, bool)
+
+
 def render_value(value: FrozenJson, text: str | None = None) -> str | list[ContentBlock]:
     """A value as the model reads it: its JSON (or ``text``), or, when it holds media,
     the JSON with each named in one line followed by the media blocks themselves."""
+    if text is None and (value is None or type(value) in _SCALARS):
+        return dumps(value)  # a number, a boolean or null holds no media
     rendered = text if text is not None else (value if isinstance(value, str) else dumps(value))
     if not any(marker in rendered for marker in _MARKERS):
         return rendered

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import IO, Any
 
-READ_CHUNK = 1 << 16
+from ._spin import READ_CHUNK, Spinner
 
 
 class PipeClosed(Exception):
@@ -47,6 +47,8 @@ class WorkerPipe:
         self._buffer = bytearray()
         self._scanned = 0  # bytes of the buffer known to hold no newline: never searched twice
         os.set_blocking(write_fd, False)  # a full pipe is waited on, never blocked in
+        os.set_blocking(self._read_fd, False)  # an empty one too (and polled, see _spin)
+        self._spinner = Spinner()
         self._lock = threading.Lock()
         self._users = 0
         self._closing = False
@@ -92,14 +94,24 @@ class WorkerPipe:
         """The next message; TimeoutError when none arrives within ``timeout`` seconds."""
         return self.receive_by(None if timeout is None else time.monotonic() + timeout)
 
-    def receive_by(self, deadline: float | None) -> dict[str, Any]:
-        """The next message; TimeoutError when none has arrived by ``deadline``."""
+    def receive_by(self, deadline: float | None, *, spin: bool = False) -> dict[str, Any]:
+        """The next message; TimeoutError when none has arrived by ``deadline``.
+
+        ``spin``: the answer is likely on its way (a worker's next call, mid-run): the
+        pipe is polled for a moment before this thread sleeps on it."""
         with self._using():
             while True:
                 message = self._take_line()
                 if message is not None:
                     return message
+                chunk = self._spinner.read(self._read_fd) if spin else None
+                if chunk is not None:
+                    self._add(chunk)
+                    continue
+                slept = time.monotonic()
                 self._wait_readable(deadline)
+                if spin:
+                    self._spinner.slept(time.monotonic() - slept)
                 self._read_some()
 
     @property
@@ -121,8 +133,13 @@ class WorkerPipe:
     def _read_some(self) -> None:
         try:
             chunk = os.read(self._read_fd, READ_CHUNK)
+        except BlockingIOError:  # readable was a false alarm: nothing to read yet
+            return
         except OSError as error:
             raise PipeClosed(str(error)) from None
+        self._add(chunk)
+
+    def _add(self, chunk: bytes) -> None:
         if not chunk:
             raise PipeClosed("the worker closed its end")
         self._buffer += chunk

@@ -115,6 +115,13 @@ class RulePolicy:
         self.rules = tuple(rules)
         self.default = default
         self.approver = approver
+        # Verdicts by tool name, for names whose verdict no argument changes; kept while
+        # the rules and the default are the ones they were read from.
+        self._by_name: tuple[tuple[Rule, ...], Action, dict[str, Verdict | _Depends | None]] = (
+            self.rules,
+            default,
+            {},
+        )
 
     async def decide(self, invocation: Invocation) -> Verdict:
         verdict = self.decide_now(invocation)
@@ -122,6 +129,15 @@ class RulePolicy:
 
     def decide_now(self, invocation: Invocation) -> Verdict | None:
         """The verdict when no approver is needed (None: the rule says ask)."""
+        rules, default, by_name = self._by_name
+        if rules is not self.rules or default is not self.default:  # the rules were replaced
+            rules, default, by_name = self._by_name = (self.rules, self.default, {})
+        name = invocation.name
+        known = by_name.get(name, _UNSEEN)
+        if known is _UNSEEN:
+            known = self._by_name_only(name)
+        if known is not _DEPENDS:
+            return known  # type: ignore[return-value]
         rule = next((rule for rule in self.rules if rule.matches(invocation)), None)
         action = rule.action if rule else self.default
         if action is Action.ALLOW:
@@ -134,6 +150,26 @@ class RulePolicy:
             )
             return Verdict(allowed=False, reason=reason)
         return None
+
+    def _by_name_only(self, name: str) -> Verdict | _Depends | None:
+        """The verdict every call of ``name`` gets, when the first rule naming it reads no
+        arguments (or none names it); else _DEPENDS. Remembered for the next call."""
+        rules, _, by_name = self._by_name
+        rule = next((rule for rule in rules if fnmatch.fnmatchcase(name, rule.tool)), None)
+        if rule is not None and rule.when is not None:
+            known: Verdict | _Depends | None = _DEPENDS
+        else:
+            action = rule.action if rule else self.default
+            if action is Action.ALLOW:
+                known = _ALLOWED
+            elif action is Action.DENY:
+                reason = rule.reason if rule and rule.reason else f"policy denies calls to {name!r}"
+                known = Verdict(allowed=False, reason=reason)
+            else:
+                known = None
+        if len(by_name) < MAX_NAMES_KEPT:  # names are the registry's, but keep it bounded
+            by_name[name] = known
+        return known
 
     async def approve_plan(self, plan: Plan) -> Approval | Later:
         """The approver's decision on a whole plan: one question for all its writes. With
@@ -177,6 +213,15 @@ class RulePolicy:
             allowed=False, reason=f"the approver declined this call to {invocation.name!r}"
         )
 
+
+class _Depends:
+    """A tool whose verdict depends on its call's arguments."""
+
+
+_DEPENDS = _Depends()
+_UNSEEN = _Depends()  # a name not looked at yet
+_ALLOWED = Verdict(allowed=True)
+MAX_NAMES_KEPT = 4_096
 
 ALLOW_ALL = RulePolicy()
 

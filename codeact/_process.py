@@ -246,9 +246,9 @@ class Worker:
     def _receive(self, timeout: float) -> dict[str, Any]:
         return self._receive_by(time.monotonic() + timeout)
 
-    def _receive_by(self, deadline: float) -> dict[str, Any]:
+    def _receive_by(self, deadline: float, *, spin: bool = False) -> dict[str, Any]:
         try:
-            return self._pipe.receive_by(deadline)
+            return self._pipe.receive_by(deadline, spin=spin)
         except PipeClosed:
             raise WorkerLost(self._describe_exit()) from None
         except Garbled as garbled:  # the worker can no longer be trusted to talk
@@ -406,8 +406,8 @@ class Worker:
     ) -> ScriptOutcome:
         limits, records = serving.limits, serving.records
         while True:
-            if message is None:
-                message = self._receive_by(serving.deadline)
+            if message is None:  # mid-run: the script's next call is likely on its way
+                message = self._receive_by(serving.deadline, spin=True)
             if self._printed(message, serving):
                 message = None
                 continue

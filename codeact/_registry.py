@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from . import _dispatch
@@ -21,6 +23,33 @@ PreHook = Callable[[Invocation], "Awaitable[str | None] | str | None"]
 PostHook = Callable[[Invocation, ToolExecutionResult], "Awaitable[None] | None"]
 
 ADVERTISED_FIELDS = ("name", "description", "parameters")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resolved:
+    """What dispatching a call of one tool needs from its registry and every parent: read
+    along the chain once, then kept until any registry changes."""
+
+    tool: Tool
+    policy: Policy
+    pre_hooks: tuple[PreHook, ...]
+    post_hooks: tuple[PostHook, ...]
+    listened: bool  # would an event reach a listener (a call that emits none builds none)
+
+
+class _Changes:
+    """A count of changes to any registry: what a registry resolved is kept until it moves."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()  # two threads changing registries each move it
+
+    def note(self) -> None:
+        with self._lock:
+            self.count += 1
+
+
+_CHANGES = _Changes()
 
 
 class Disposer:
@@ -78,6 +107,7 @@ class ToolRegistry:
         self._listeners = list(listeners)
         self._version = 0
         self._writes: dict[str, bool] = {}  # overrides of what tools' annotations say
+        self._resolved: dict[str, tuple[int, Resolved | None]] = {}
 
     # Registration -------------------------------------------------------------
 
@@ -90,6 +120,7 @@ class ToolRegistry:
             )
         self._own[registered.name] = registered
         self._version += 1
+        _CHANGES.note()
         return Disposer(self, registered)
 
     def owner(self) -> Owner:
@@ -104,6 +135,7 @@ class ToolRegistry:
         if self._own.get(registered.name) is registered:
             del self._own[registered.name]
             self._version += 1
+            _CHANGES.note()
 
     # Lookup -------------------------------------------------------------------
 
@@ -113,6 +145,28 @@ class ToolRegistry:
         if found is None and self.parent is not None:
             return self.parent.get(name)
         return found
+
+    def resolve(self, name: str) -> Resolved | None:
+        """The tool ``name`` resolves to here, with the policy, hooks and listeners its calls
+        meet; None for an unknown name. Kept per name until a registry changes."""
+        seen = _CHANGES.count  # read first: a change made while resolving is not missed
+        kept = self._resolved.get(name)
+        if kept is not None and kept[0] == seen:
+            return kept[1]
+        found = self.get(name)
+        resolved = (
+            None
+            if found is None
+            else Resolved(
+                tool=found,
+                policy=self.policy,
+                pre_hooks=self.pre_hooks,
+                post_hooks=self.post_hooks,
+                listened=self.has_listeners(),
+            )
+        )
+        self._resolved[name] = (seen, resolved)
+        return resolved
 
     def writes(self, name: str) -> bool:
         """May a call of ``name`` change something? This registry's override (``mark``),
@@ -171,6 +225,7 @@ class ToolRegistry:
 
     def set_policy(self, policy: Policy | None) -> None:
         self._policy = policy
+        _CHANGES.note()
 
     @property
     def policy(self) -> Policy:
@@ -189,7 +244,14 @@ class ToolRegistry:
     def add_listener(self, listener: EventListener) -> Callable[[], None]:
         """Receive every dispatch event; returns a function that stops it."""
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        _CHANGES.note()
+
+        def stop() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+                _CHANGES.note()
+
+        return stop
 
     def has_listeners(self) -> bool:
         """Would an event emitted here reach anyone (here or in a parent)?"""
@@ -248,6 +310,7 @@ __all__ = [
     "Owner",
     "PostHook",
     "PreHook",
+    "Resolved",
     "ToolRegistry",
     "advertise",
 ]

@@ -119,6 +119,9 @@ def plain_checker(schema: object) -> PlainCheck:
         return _always
     if type(schema) is not dict:
         return _never
+    whole_object = _object_checker(schema)
+    if whole_object is not None:
+        return whole_object
     checks: list[PlainCheck] = []
     for key, rule in schema.items():
         if key in _ANNOTATIONS:
@@ -134,6 +137,43 @@ def plain_checker(schema: object) -> PlainCheck:
         return all(check(value) for check in checks)
 
     return every
+
+
+_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties"})
+
+
+def _object_checker(schema: dict[str, Any]) -> PlainCheck | None:
+    """An object schema of properties (a tool's parameters) checked in one pass over the
+    value; None for any other schema."""
+    keywords = {key for key in schema if key not in _ANNOTATIONS}
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if (
+        not keywords <= _OBJECT_KEYWORDS
+        or schema.get("type") != "object"
+        or type(properties) is not dict
+        or type(required) is not list
+        or type(extra) is not bool
+    ):
+        return None
+    inner = {name: plain_checker(sub) for name, sub in properties.items()}
+    needed = frozenset(required)
+    closed = not extra
+
+    def whole_object(value: object) -> bool:
+        if type(value) is not dict:
+            return False
+        for name, item in value.items():
+            check = inner.get(name)
+            if check is None:
+                if closed:
+                    return False
+            elif not check(item):
+                return False
+        return value.keys() >= needed
+
+    return whole_object
 
 
 def _keyword_check(key: str, rule: Any, schema: dict[str, Any]) -> PlainCheck | None:
@@ -174,6 +214,11 @@ def _keyword_check(key: str, rule: Any, schema: dict[str, Any]) -> PlainCheck | 
     if key == "items":
         each = plain_checker(rule)
         return lambda value: type(value) is not list or all(each(item) for item in value)
+    if key == "anyOf":  # certainly valid when certainly valid against one branch
+        if type(rule) is not list:
+            return None
+        branches = tuple(plain_checker(sub) for sub in rule)
+        return lambda value: any(branch(value) for branch in branches)
     if key == "enum":
         if type(rule) is not list:
             return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,13 +41,15 @@ def derive_signature(fn: Callable[..., Any]) -> DerivedSignature:
     for parameter in inspect.signature(fn).parameters.values():
         fields[parameter.name] = _field(label, parameter, hints, doc.params.get(parameter.name))
     model = _arguments_model(label, fields)
+    kinds = {name: _taken_as_is(hints[name]) for name in fields}
+    as_is = None if any(k is None for k in kinds.values()) else kinds
     return DerivedSignature(
         description=doc.description or label,
         parameters=_model_schema(label, model),
         output_schema=_described(
             _output_schema(label, hints.get("return", inspect.Signature.empty)), doc.returns
         ),
-        bind=_binder(model),
+        bind=_binder(model, as_is),  # type: ignore[arg-type]
     )
 
 
@@ -121,10 +124,40 @@ def _described(
     return {**schema, "description": text}
 
 
-def _binder(model: type[BaseModel]) -> Callable[[dict[str, JsonValue]], dict[str, Any]]:
+# Annotations whose values pydantic returns unchanged when they have these exact types.
+_AS_IS: dict[Any, frozenset[type]] = {
+    str: frozenset({str}),
+    int: frozenset({int}),
+    bool: frozenset({bool}),
+    float: frozenset({float}),
+}
+
+
+def _taken_as_is(annotation: Any) -> frozenset[type] | None:
+    """The exact types a parameter annotated so receives as they are (pydantic would hand
+    back the same value), or None: pydantic converts or checks more than the type."""
+    found = _AS_IS.get(annotation)
+    if found is not None:
+        return found
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        parts = [_AS_IS.get(part) for part in typing.get_args(annotation)]
+        plain = [part for part in parts if part is not None]
+        nones = [part for part in typing.get_args(annotation) if part is type(None)]
+        if len(plain) + len(nones) == len(parts) and len(plain) == 1:  # X | None
+            return plain[0] | ({type(None)} if nones else set())
+    return None
+
+
+def _binder(
+    model: type[BaseModel], as_is: dict[str, frozenset[type]] | None
+) -> Callable[[dict[str, JsonValue]], dict[str, Any]]:
     names = tuple(model.model_fields)
 
     def bind(arguments: dict[str, JsonValue]) -> dict[str, Any]:
+        if as_is is not None and all(
+            type(value) in as_is.get(name, ()) for name, value in arguments.items()
+        ):  # already what the function takes: absent ones get the function's defaults
+            return arguments
         instance = model.model_validate(arguments)
         return {name: getattr(instance, name) for name in names}
 

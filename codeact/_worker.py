@@ -33,7 +33,9 @@ import contextlib
 import json
 import os
 import resource
+import select
 import signal
+import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
@@ -46,6 +48,7 @@ from ._sandbox import Limits, Sandbox, ScriptError, ScriptOutcome
 from ._sandbox._limits import resident_bytes
 from ._sandbox._outcome import outcome_to_json
 from ._sandbox._pending import CALLS, Pending
+from ._spin import READ_CHUNK, Spinner
 
 MAX_OPEN_FILES = 64
 # Per-run CPU time is the watchdog's; this lifetime budget is the kernel's backstop
@@ -77,7 +80,11 @@ class Channel:
     """Newline-delimited JSON over a pair of binary streams."""
 
     def __init__(self, reader: IO[bytes], writer: IO[bytes]) -> None:
-        self._reader = reader
+        self._reader = reader  # it owns the descriptor read below
+        self._fd = reader.fileno()
+        os.set_blocking(self._fd, False)  # waited on with select, or polled (see _spin)
+        self._buffer = bytearray()
+        self._spinner = Spinner()
         self._writer = writer
 
     def send(self, message: dict[str, Any]) -> None:
@@ -87,12 +94,29 @@ class Channel:
         self._writer.write(line)
         self._writer.flush()
 
-    def receive(self) -> dict[str, Any]:
-        line = self._reader.readline()
-        if not line:
-            raise EOFError("the host closed the channel")
-        message: dict[str, Any] = json.loads(line)
-        return message
+    def receive(self, *, spin: bool = False) -> dict[str, Any]:
+        """The host's next message; ``spin``: it is an answer on its way (a tool call's),
+        so the pipe is polled for a moment before the worker sleeps on it."""
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                message: dict[str, Any] = json.loads(line)
+                return message
+            chunk = self._spinner.read(self._fd) if spin else None
+            if chunk is None:
+                slept = time.monotonic()
+                select.select([self._fd], [], [])
+                if spin:
+                    self._spinner.slept(time.monotonic() - slept)
+                try:
+                    chunk = os.read(self._fd, READ_CHUNK)
+                except BlockingIOError:
+                    continue
+            if not chunk:
+                raise EOFError("the host closed the channel")
+            self._buffer += chunk
 
 
 def apply_os_limits(limits: Limits, *, processes: bool = True) -> None:
@@ -175,7 +199,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         if CALLS.noting:
             message["line"] = CALLS.take(arguments)
         channel.send(taped(message))
-        answer = channel.receive()
+        answer = channel.receive(spin=True)
         if answer.get("ok"):
             return _value_of(answer, name)
         raise ToolError(str(answer.get("message", "")), str(answer.get("code", "TOOL_ERROR")))
@@ -186,7 +210,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         if CALLS.noting:
             message["lines"] = [CALLS.take(arguments) for _, arguments in batch]
         channel.send(taped(message))
-        answer = channel.receive()
+        answer = channel.receive(spin=True)
         results = answer.get("results")
         if answer.get("op") != "results" or type(results) is not list or len(results) != len(batch):
             raise ToolError("the host answered a batch of calls wrongly", "ABORTED")

@@ -66,6 +66,8 @@ class _Run:
     call_tools: ToolBatchCaller | None = None
     output: Printed
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    # A succeeded call's record, by tool name: records are immutable, so each is made once.
+    succeeded: dict[str, ToolCallRecord] = field(default_factory=dict)
     monitor: RunMonitor | None = None
     on_output: Callable[[str], None] | None = None
 
@@ -469,9 +471,13 @@ class Sandbox:
             failed = error
         finally:
             # recorded before the clocks resume: a limit delivered then still lists the call
-            if answered or failed is not None:
-                code = failed.code if failed is not None else None
-                run.tool_calls.append(ToolCallRecord(name=name, ok=failed is None, code=code))
+            if answered:
+                record = run.succeeded.get(name)
+                if record is None:
+                    record = run.succeeded[name] = ToolCallRecord(name=name, ok=True)
+                run.tool_calls.append(record)
+            elif failed is not None:
+                run.tool_calls.append(ToolCallRecord(name=name, ok=False, code=failed.code))
             if monitor is not None:
                 monitor.resume()
         if failed is not None:
