@@ -12,18 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._abort import AbortSignal
 from ._call import ToolCall
-from ._commit import run_with_plans
 from ._dispatch import current_invocation, execute_now, runs_now
-from ._durable import Durable
-from ._durable_run import Surroundings, known_names
 from ._events import EventRelay, PrintedLines
 from ._exceptions import ErrorCode, ToolError, UsageError
 from ._executors import Executor, SyncToolCaller
 from ._json import FrozenJson, JsonValue, dumps
 from ._media import render_value
-from ._plan import PlanPolicy
 from ._precheck import check_script, script_names
-from ._process import ProcessExecutor
 from ._registry import ToolRegistry
 from ._results import ContentBlock, TextBlock, ToolExecutionResult
 from ._sandbox import Limits, ScriptOutcome
@@ -34,6 +29,9 @@ from ._tracing import attached, current_context
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
+
+    from ._durable import Durable
+    from ._plan import PlanPolicy
 
 RUN_CODE = "run_code"
 DEFAULT_SESSION = "default"
@@ -163,6 +161,9 @@ def run_code_tool(
 
     limits = limits or Limits()
     modules = frozenset(DEFAULT_MODULES if modules is None else modules)
+    if executor is None:
+        from ._process import ProcessExecutor  # loaded only by those who run workers
+
     runner = executor or ProcessExecutor(limits=limits, modules=modules)
 
     names_by_session: dict[str, set[str]] = {}
@@ -189,6 +190,8 @@ def run_code_tool(
         real = named.tool_name  # a script calls get_sum; the registry knows get-sum
         this_session = SCRIPT_SESSION.get() or session
         if durable is not None and this_session not in names_by_session:
+            from ._durable_run import known_names
+
             names_by_session[this_session] = known_names(durable, this_session)
         session_names = names_by_session.setdefault(this_session, set())
         if precheck:
@@ -232,6 +235,9 @@ def run_code_tool(
         )
         try:
             if durable is not None:
+                from ._commit import run_with_plans
+                from ._durable_run import Surroundings
+
                 around = Surroundings(
                     registry=registry,
                     parent=parent or RUN_CODE,

@@ -24,8 +24,6 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
-from pydantic import ValidationError
-from pydantic_core import to_jsonable_python
 
 from ._abort import AbortSignal
 from ._call import ToolCall, parse_arguments
@@ -46,6 +44,7 @@ from ._tracing import end_tool_span, start_tool_span, tool_context
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
+    from pydantic import ValidationError
 
     from ._policy import Policy, Verdict
     from ._registry import PreHook, Resolved, ToolRegistry
@@ -147,7 +146,8 @@ async def execute(
         raise
     finally:
         _EMIT.reset(emitting)
-    result = await _run_post_hooks(resolved, invocation, result)
+    if resolved.post_hooks:
+        result = await _run_post_hooks(resolved, invocation, result)
     _finish(emit, call.id, call.name, parent, result, started, span=span)
     return result
 
@@ -307,7 +307,8 @@ async def _run(
     """The steps between resolution and the result, in contract order."""
     arguments = _validate_arguments(invocation)
     await _apply_policy(resolved.policy, invocation)
-    await _run_pre_hooks(resolved.pre_hooks, invocation)
+    if resolved.pre_hooks:
+        await _run_pre_hooks(resolved.pre_hooks, invocation)
     raw = await _invoke(invocation, arguments, abort)
     value = _check_output(invocation, raw)
     return _render(invocation, value)
@@ -368,7 +369,7 @@ def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, An
     assert isinstance(plain, dict)
     try:
         return invocation.tool.bind_arguments(plain)
-    except ValidationError as error:
+    except _validation_error() as error:  # evaluated only when a binder raised
         details = "; ".join(
             f"$.{'.'.join(map(str, e['loc']))}: {e['msg']}"
             for e in error.errors(include_url=False)[:3]
@@ -379,7 +380,10 @@ def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, An
 
 
 async def _apply_policy(policy: Policy, invocation: Invocation) -> None:
-    verdict = await policy.decide(invocation)
+    decide_now = getattr(policy, "decide_now", None)  # answers at once, or None: ask
+    verdict = decide_now(invocation) if decide_now is not None else None
+    if verdict is None:
+        verdict = await policy.decide(invocation)
     if getattr(verdict, "later", False):  # deferred: a durable run suspends at this call
         raise Rejection(ErrorCode.SUSPENDED, verdict.reason or "waits for approval")
     if not verdict.allowed:
@@ -420,6 +424,13 @@ async def _invoke(
     _refuse_late(invocation, abort)
 
 
+def _validation_error() -> type[ValidationError]:
+    """pydantic's ValidationError, what a binder raises (pydantic is loaded by then)."""
+    from pydantic import ValidationError
+
+    return ValidationError
+
+
 def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
     try:
         value = _plain_output(raw)
@@ -446,6 +457,8 @@ def _plain_output(raw: Any) -> JsonValue:
     try:
         return detach(raw)
     except NotJsonError:
+        from pydantic_core import to_jsonable_python
+
         return detach(to_jsonable_python(_base64_bytes(raw), bytes_mode="base64"))
 
 

@@ -6,26 +6,24 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._abort import AbortSignal
 from ._background import BackgroundLoop, close_at_exit
 from ._call import ToolCall
 from ._code_mode import RUN_CODE, SCRIPT_SESSION, describe_run_code, run_code_tool
-from ._commit import PREVIEW_ONLY, checked, decline_plan
 from ._discovery import DESCRIBE, SEARCH_TOOLS, discovery_tools
-from ._durable import Durable, PendingCall, ReplayDiverged
-from ._durable_run import RESUMING, Resume
 from ._exceptions import ErrorCode, ToolError, UsageError
 from ._executors import Executor
 from ._json import JsonValue, thaw
-from ._plan import Approval, Plan, PlanPolicy
-from ._preview import plan_of
-from ._process import ProcessExecutor
 from ._registry import ToolRegistry, advertise
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits
 from ._tool import Tool
+
+if TYPE_CHECKING:  # what durable runtimes use is loaded by those who make one
+    from ._durable import Durable, PendingCall
+    from ._plan import Approval, Plan, PlanPolicy
 
 DEFAULT_LAZY_THRESHOLD = 40
 LOG = logging.getLogger("codeact")
@@ -95,12 +93,15 @@ class Runtime:
         self.lazy_threshold = lazy_threshold
         self.lazy = lazy
         self._scope = registry.child()
-        self._discovery = discovery_tools(self.user_tools)
+        self._discovery: list[Tool] = []  # made when the catalog first grows past the threshold
         self._discovery_disposers: list[Any] = []
         self.durable = durable
         if plans is not None and durable is None:
             raise UsageError("a plan policy needs a durable runtime: give it durable=Durable(...)")
         self.plans = plans
+        if executor is None:
+            from ._process import ProcessExecutor  # loaded only by those who run workers
+
         self.executor: Executor = executor or ProcessExecutor(
             limits=self.limits,
             modules=self.modules,
@@ -190,6 +191,8 @@ class Runtime:
     def _sync_discovery(self) -> None:
         """Bind search_tools and describe exactly while the catalog is past the threshold."""
         if self.is_lazy and not self._discovery_disposers:
+            if not self._discovery:
+                self._discovery = discovery_tools(self.user_tools)
             self._discovery_disposers = [self._scope.register(t) for t in self._discovery]
             LOG.info(
                 "code mode switched to lazy discovery: %d tools are past lazy_threshold=%d, "
@@ -260,6 +263,8 @@ class Runtime:
         amends the script: it must make the recorded calls, in order, up to where the run
         stopped, and is recorded as the run's source from then on.
         """
+        from ._durable import ReplayDiverged
+
         result = await self._resumed(session or self._session, decisions, source, abort)
         if result.is_error and result.error.code == ErrorCode.REPLAY_DIVERGED:
             raise ReplayDiverged(result.error.message)
@@ -275,6 +280,8 @@ class Runtime:
         abort: AbortSignal | None,
     ) -> ToolExecutionResult:
         """The resumed run's run_code result, as it is."""
+        from ._durable_run import RESUMING, Resume
+
         runs = self._durable().runs(name)
         if not runs:
             raise UsageError(f"session {name!r} has no run to resume")
@@ -298,6 +305,9 @@ class Runtime:
         """Run ``source`` with its reads made and its writes planned, not made; the plan it
         leaves waits for ``commit``. A script that writes nothing simply ran: its plan has
         no writes and holds what it returned."""
+        from ._commit import PREVIEW_ONLY
+        from ._plan import Plan
+
         name = session or self._session
         begun = len(self._durable().runs(name))
         call = ToolCall("preview", RUN_CODE, {"code": source, "preview": True})
@@ -319,6 +329,8 @@ class Runtime:
 
     def plan(self, session: str | None = None) -> Plan | None:
         """The plan ``session``'s previewed run waits on (None: no plan waits)."""
+        from ._preview import plan_of
+
         name = session or self._session
         runs = self._durable().runs(name)
         if not runs or runs[-1].ended is not None:
@@ -338,6 +350,8 @@ class Runtime:
         name. The plan's reads run again first: if one answers otherwise than in the
         preview, nothing is made (REPLAY_DIVERGED). The result is run_code's; a commit
         whose script goes on to write more waits again, on its next plan (SUSPENDED)."""
+        from ._commit import checked, decline_plan
+
         name = session or self._session
         plan = self.plan(name)
         if plan is None:

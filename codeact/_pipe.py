@@ -114,6 +114,20 @@ class WorkerPipe:
                     self._spinner.slept(time.monotonic() - slept)
                 self._read_some()
 
+    def receive_soon(self, spinner: Spinner) -> dict[str, Any] | None:
+        """A message already read or arriving within ``spinner``'s window (one window in
+        all, however the bytes come); None when there is none by then, or polling is off."""
+        with self._using():
+            end = spinner.deadline()
+            while True:
+                message = self._take_line()
+                if message is not None:
+                    return message
+                chunk = spinner.read(self._read_fd, end)
+                if chunk is None:
+                    return None
+                self._add(chunk)
+
     @property
     def read_fd(self) -> int:
         return self._read_fd

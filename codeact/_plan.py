@@ -19,11 +19,10 @@ from typing import Any
 
 from ._exceptions import UsageError
 from ._json import JsonValue
+from ._policy import Approval
 from ._sandbox._pending import PENDING_MARK
 
 PLANNED_REASON = "planned by a preview: it is made once the plan is approved"
-
-Approval = bool | Mapping[str, bool]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

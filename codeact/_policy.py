@@ -13,11 +13,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._invocation import Invocation
 from ._json import FrozenJson
-from ._plan import Approval, Plan
+
+if TYPE_CHECKING:
+    from ._plan import Plan
 
 
 class Action(StrEnum):
@@ -58,6 +60,8 @@ class Policy(Protocol):
     async def decide(self, invocation: Invocation) -> Verdict: ...
 
 
+# A decision on a plan: all of it (True, False), or by write id or tool name.
+Approval = bool | Mapping[str, bool]
 # Asked about one call (an Invocation: True/False) or a previewed run's plan (a Plan:
 # True/False for all of it, or a mapping by write id or tool name); LATER defers.
 Approver = Callable[[Any], Awaitable[Approval | Later] | Approval | Later]

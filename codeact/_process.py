@@ -48,6 +48,7 @@ from ._pipe import Garbled, PipeClosed, WorkerPipe
 from ._results import ToolExecutionResult, failure
 from ._sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._services import Services
+from ._spin import Spinner
 from ._template import ForkedProcess, WorkerTemplate
 from ._template import available as template_available
 from ._threads import SessionThread
@@ -134,6 +135,8 @@ class Worker:
         assert process.stdout is not None
         assert process.stdin is not None
         self._pipe = WorkerPipe(process.stdout, process.stdin, max_bytes=MAX_MESSAGE_BYTES)
+        # a run's first answer is polled for on the loop a moment, while that pays
+        self._first_spinner = Spinner()
         self.last_used = time.monotonic()
         self.dead = False
         self.confinement = ConfinementReport()
@@ -346,20 +349,34 @@ class Worker:
 
     async def _first_message(self, serving: _Serving) -> dict[str, Any]:
         """The worker's first message of a run other than printed output (which is passed
-        on as it comes), waited for on the loop."""
+        on as it comes), waited for on the loop: after a moment's polling (a short script
+        has answered by then), by the loop's own wait for the pipe."""
+        asked = time.monotonic()
+        message = self._unprinted(lambda: self._pipe.receive_soon(self._first_spinner), serving)
+        if message is not None:
+            return message
         with anyio.fail_after(max(serving.deadline - time.monotonic(), 0)):
             while True:
                 if not self._pipe.buffered():  # one read may have brought two messages
                     await anyio.wait_readable(self._pipe.read_fd)
-                try:
-                    message = self._pipe.receive_available()
-                    if message is not None and not self._printed(message, serving):
-                        return message
-                except PipeClosed:
-                    raise WorkerLost(self._describe_exit()) from None
-                except (Garbled, Forged) as refused:
-                    raise self._refused(refused) from None
+                message = self._unprinted(self._pipe.receive_available, serving)
+                if message is not None:
+                    self._first_spinner.slept(time.monotonic() - asked)
+                    return message
                 await anyio.lowlevel.checkpoint()  # a flood of output never holds the loop
+
+    def _unprinted(
+        self, read: Callable[[], dict[str, Any] | None], serving: _Serving
+    ) -> dict[str, Any] | None:
+        """What ``read`` brings unless it is printed output (passed on as it comes); a
+        broken or forged channel loses the worker."""
+        try:
+            message = read()
+            return None if message is None or self._printed(message, serving) else message
+        except PipeClosed:
+            raise WorkerLost(self._describe_exit()) from None
+        except (Garbled, Forged) as refused:
+            raise self._refused(refused) from None
 
     def _printed(self, message: dict[str, Any], serving: _Serving) -> bool:
         """Was ``message`` this run's printed output (passed on)? Forged if it is another

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeAlias
-
-import jsonschema
-from jsonschema.protocols import Validator
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import CoreSchema
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._exceptions import ToolDefinitionError
 from ._json import JsonValue, NotJsonError, detach
 
+if TYPE_CHECKING:  # jsonschema is loaded when a schema or a value needs more than a glance
+    import jsonschema
+    from jsonschema.protocols import Validator
+
 # Keys whose value maps names to sub-schemas (rather than being a schema itself).
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
-
-
-class CompactJsonSchema(GenerateJsonSchema):
-    """Pydantic's generator without the ``title`` noise a model does not need."""
-
-    def generate(self, schema: CoreSchema, mode: Any = "validation") -> JsonSchemaValue:
-        generated = super().generate(schema, mode=mode)
-        result = strip_titles(generated)
-        assert isinstance(result, dict)
-        return result
 
 
 def strip_titles(schema: object) -> object:
@@ -52,6 +41,10 @@ def checked_schema(schema: Mapping[str, object], *, what: str) -> dict[str, Json
         raise ToolDefinitionError(f"{what} is not plain JSON: {error}") from None
     if not isinstance(plain, dict):
         raise ToolDefinitionError(f"{what} must be a JSON object")
+    if plainly_wellformed(plain):
+        return plain
+    import jsonschema
+
     validator_class = jsonschema.validators.validator_for(
         plain, default=jsonschema.Draft202012Validator
     )
@@ -66,11 +59,87 @@ def checked_schema(schema: Mapping[str, object], *, what: str) -> dict[str, Json
 
 
 def compile_validator(schema: Mapping[str, object]) -> Validator:
-    """A validator for a checked schema, built once at definition time."""
-    validator_class = jsonschema.validators.validator_for(
-        schema, default=jsonschema.Draft202012Validator
-    )
-    return validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    """A validator for a checked schema, built when a value first needs it (most values
+    pass the plain check and never do), then kept."""
+    return _Deferred(schema)  # type: ignore[return-value]
+
+
+class _Deferred:
+    """A jsonschema validator made on first use: defining a tool costs no import of it."""
+
+    __slots__ = ("_made", "_schema")
+
+    def __init__(self, schema: Mapping[str, object]) -> None:
+        self._schema = schema
+        self._made: Validator | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        made = self._made
+        if made is None:
+            import jsonschema
+
+            validator_class = jsonschema.validators.validator_for(
+                self._schema, default=jsonschema.Draft202012Validator
+            )
+            made = self._made = validator_class(
+                self._schema, format_checker=validator_class.FORMAT_CHECKER
+            )
+        return getattr(made, name)
+
+
+# A schema made only of these keywords, each of the shape it must have, is a valid JSON
+# Schema (draft 2020-12) without asking jsonschema: every @tool's derived schema is one.
+_TYPE_NAMES = frozenset({"string", "integer", "number", "boolean", "null", "object", "array"})
+_TEXT_KEYWORDS = frozenset({"description", "title", "$comment"})
+_FREE_KEYWORDS = frozenset({"default"})  # any JSON value
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf"})
+
+
+def plainly_wellformed(schema: object, depth: int = 0) -> bool:
+    """True when ``schema`` is certainly a valid schema by its simple keywords alone;
+    False means "ask jsonschema" (which also says what is wrong)."""
+    if type(schema) is bool:
+        return True
+    if type(schema) is not dict or depth > 32:
+        return False
+    for key, rule in schema.items():
+        if key in _TEXT_KEYWORDS:
+            ok = type(rule) is str
+        elif key in _FREE_KEYWORDS:
+            ok = True
+        elif key == "type":
+            names = [rule] if type(rule) is str else rule
+            ok = (
+                type(names) is list
+                and len(names) > 0
+                and all(type(n) is str and n in _TYPE_NAMES for n in names)
+                and len(set(names)) == len(names)
+            )
+        elif key == "properties":
+            ok = type(rule) is dict and all(
+                plainly_wellformed(sub, depth + 1) for sub in rule.values()
+            )
+        elif key == "required":
+            ok = (
+                type(rule) is list
+                and all(type(n) is str for n in rule)
+                and len(set(rule)) == len(rule)
+            )
+        elif key in ("additionalProperties", "items"):
+            ok = plainly_wellformed(rule, depth + 1)
+        elif key in _SCHEMA_LISTS:
+            ok = (
+                type(rule) is list
+                and len(rule) > 0
+                and all(plainly_wellformed(sub, depth + 1) for sub in rule)
+            )
+        elif key == "enum":
+            ok = type(rule) is list
+        else:
+            return False
+        if not ok:
+            return False
+    return True
 
 
 # Keywords that never constrain a value.
@@ -312,7 +381,6 @@ def _path(parts: object) -> str:
 
 
 __all__ = [
-    "CompactJsonSchema",
     "checked_schema",
     "compile_validator",
     "describe_errors",

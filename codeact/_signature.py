@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
+from typing import TYPE_CHECKING, Annotated, Any
 
 from ._docstring import parse_docstring
 from ._exceptions import ToolDefinitionError
 from ._json import JsonValue
-from ._schema import CompactJsonSchema
+from ._schema import strip_titles
+
+if TYPE_CHECKING:  # pydantic is loaded for the signatures that need it
+    from pydantic import BaseModel
+    from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+    from pydantic_core import CoreSchema
 
 _NO_OUTPUT = (None, type(None), Any, inspect.Signature.empty)
 
@@ -30,32 +34,50 @@ class DerivedSignature:
 
 
 def derive_signature(fn: Callable[..., Any]) -> DerivedSignature:
-    """Schemas and a binder for ``fn``; a clear :class:`ToolDefinitionError` otherwise."""
+    """Schemas and a binder for ``fn``; a clear :class:`ToolDefinitionError` otherwise.
+
+    A signature of JSON scalars (``str``, ``int``, ``float``, ``bool``, each optional or
+    not, with defaults of their own type) and such a return is read without pydantic,
+    to the same schemas pydantic writes; pydantic is loaded for anything else, and for
+    such a tool only when a call's arguments need converting (``3.0`` for an ``int``).
+    """
     label = getattr(fn, "__qualname__", repr(fn))
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as error:  # an unresolvable annotation can raise anything
         raise ToolDefinitionError(f"{label}: cannot resolve its annotations: {error}") from None
     doc = parse_docstring(inspect.getdoc(fn))
-    fields: dict[str, Any] = {}
-    for parameter in inspect.signature(fn).parameters.values():
-        fields[parameter.name] = _field(label, parameter, hints, doc.params.get(parameter.name))
-    model = _arguments_model(label, fields)
-    kinds = {name: _taken_as_is(hints[name]) for name in fields}
-    as_is = None if any(k is None for k in kinds.values()) else kinds
+    parameters = list(inspect.signature(fn).parameters.values())
+    for parameter in parameters:
+        _check_parameter(label, parameter, hints)
+    returned = hints.get("return", inspect.Signature.empty)
+    plainly = returned in _NO_OUTPUT or _scalar(returned) is not None
+    output = _described(
+        _scalar_output(returned) if plainly else _output_schema(label, returned), doc.returns
+    )
+
+    def fields() -> dict[str, Any]:
+        return {p.name: _field(p, hints, doc.params.get(p.name)) for p in parameters}
+
+    scalars = _scalar_parameters(parameters, hints, doc.params)
+    if scalars is not None:
+        schema, kinds = scalars
+        return DerivedSignature(
+            description=doc.description or label,
+            parameters=schema,
+            output_schema=output,
+            bind=_binder(lambda: _arguments_model(label, fields()), kinds),
+        )
+    model = _arguments_model(label, fields())
     return DerivedSignature(
         description=doc.description or label,
         parameters=_model_schema(label, model),
-        output_schema=_described(
-            _output_schema(label, hints.get("return", inspect.Signature.empty)), doc.returns
-        ),
-        bind=_binder(model, as_is),  # type: ignore[arg-type]
+        output_schema=output,
+        bind=_binder(lambda: model, None),
     )
 
 
-def _field(
-    label: str, parameter: inspect.Parameter, hints: dict[str, Any], description: str | None
-) -> tuple[Any, Any]:
+def _check_parameter(label: str, parameter: inspect.Parameter, hints: dict[str, Any]) -> None:
     name = parameter.name
     if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
         raise ToolDefinitionError(f"{label}: *{name} has no JSON Schema form; name each parameter")
@@ -67,11 +89,82 @@ def _field(
         raise ToolDefinitionError(f"{label}: parameter {name!r} must not start with '_'")
     if name not in hints:
         raise ToolDefinitionError(f"{label}: parameter {name!r} has no type annotation")
+
+
+def _field(
+    parameter: inspect.Parameter, hints: dict[str, Any], description: str | None
+) -> tuple[Any, Any]:
+    from pydantic import Field
+
     default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-    return (Annotated[hints[name], Field(description=description)], default)
+    return (Annotated[hints[parameter.name], Field(description=description)], default)
+
+
+# JSON scalars: what pydantic writes for each, and the exact types it hands on unchanged.
+_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _scalar(annotation: Any) -> tuple[dict[str, JsonValue], frozenset[type]] | None:
+    """A JSON scalar's schema (or an optional one's), with the exact types a value of it
+    has when no conversion is needed; None for any other annotation."""
+    try:
+        name = _SCALARS.get(annotation)
+    except TypeError:  # an annotation that is not even hashable: pydantic says what is wrong
+        return None
+    if name is not None:
+        return {"type": name}, frozenset({annotation})
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        parts = typing.get_args(annotation)
+        if len(parts) == 2 and type(None) in parts:
+            (kind,) = [part for part in parts if part is not type(None)]
+            name = _SCALARS.get(kind)
+            if name is not None:
+                branches: list[JsonValue] = [
+                    {"type": "null"} if part is type(None) else {"type": name} for part in parts
+                ]
+                return {"anyOf": branches}, frozenset({kind, type(None)})
+    return None
+
+
+def _scalar_output(annotation: Any) -> dict[str, JsonValue] | None:
+    found = None if annotation in _NO_OUTPUT else _scalar(annotation)
+    return None if found is None else found[0]
+
+
+def _scalar_parameters(
+    parameters: list[inspect.Parameter], hints: dict[str, Any], described: dict[str, str]
+) -> tuple[dict[str, JsonValue], dict[str, frozenset[type]]] | None:
+    """The parameters' schema as pydantic writes it (keys sorted, properties in order),
+    and each one's exact types, when every parameter is a JSON scalar whose default, if
+    any, is a value of its own types; None otherwise."""
+    properties: dict[str, JsonValue] = {}
+    kinds: dict[str, frozenset[type]] = {}
+    required: list[JsonValue] = []
+    for parameter in parameters:
+        found = _scalar(hints[parameter.name])
+        if found is None:
+            return None
+        schema, kinds[parameter.name] = found
+        entry = dict(schema)
+        if parameter.default is inspect.Parameter.empty:
+            required.append(parameter.name)
+        elif type(parameter.default) in kinds[parameter.name]:
+            entry["default"] = parameter.default
+        else:
+            return None
+        if parameter.name in described:
+            entry["description"] = described[parameter.name]
+        properties[parameter.name] = dict(sorted(entry.items()))
+    schema = {"additionalProperties": False, "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    return schema, kinds
 
 
 def _arguments_model(label: str, fields: dict[str, Any]) -> type[BaseModel]:
+    from pydantic import ConfigDict, PydanticUserError, create_model
+
     try:
         return create_model(f"{label}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     except (PydanticUserError, TypeError, NameError) as error:
@@ -79,8 +172,10 @@ def _arguments_model(label: str, fields: dict[str, Any]) -> type[BaseModel]:
 
 
 def _model_schema(label: str, model: type[BaseModel]) -> dict[str, JsonValue]:
+    from pydantic import PydanticUserError
+
     try:
-        schema = model.model_json_schema(schema_generator=CompactJsonSchema)
+        schema = model.model_json_schema(schema_generator=compact_generator())
     except PydanticUserError as error:
         raise ToolDefinitionError(
             f"{label}: {_first_bad_field(dict(model.model_fields)) or error}"
@@ -90,6 +185,8 @@ def _model_schema(label: str, model: type[BaseModel]) -> dict[str, JsonValue]:
 
 
 def _first_bad_field(fields: dict[str, Any]) -> str | None:
+    from pydantic import TypeAdapter
+
     for name, spec in fields.items():
         annotation: Any = spec[0] if isinstance(spec, tuple) else getattr(spec, "annotation", spec)
         if typing.get_origin(annotation) is Annotated:
@@ -105,14 +202,32 @@ def _first_bad_field(fields: dict[str, Any]) -> str | None:
 def _output_schema(label: str, annotation: Any) -> dict[str, JsonValue] | None:
     if annotation in _NO_OUTPUT:
         return None
+    from pydantic import TypeAdapter
+
     try:
-        schema = TypeAdapter(annotation).json_schema(schema_generator=CompactJsonSchema)
+        schema = TypeAdapter(annotation).json_schema(schema_generator=compact_generator())
     except Exception as error:  # pydantic raises several unrelated types here
         reason = str(error).splitlines()[0]
         raise ToolDefinitionError(
             f"{label}: return annotation {annotation!r} has no JSON Schema: {reason}"
         ) from None
     return schema or None
+
+
+@functools.cache
+def compact_generator() -> type[GenerateJsonSchema]:
+    """Pydantic's schema generator without the ``title`` noise a model does not need
+    (made on first use: pydantic is loaded only for the signatures that need it)."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class CompactJsonSchema(GenerateJsonSchema):
+        def generate(self, schema: CoreSchema, mode: Any = "validation") -> JsonSchemaValue:
+            generated = super().generate(schema, mode=mode)
+            result = strip_titles(generated)
+            assert isinstance(result, dict)
+            return result
+
+    return CompactJsonSchema
 
 
 def _described(
@@ -124,42 +239,22 @@ def _described(
     return {**schema, "description": text}
 
 
-# Annotations whose values pydantic returns unchanged when they have these exact types.
-_AS_IS: dict[Any, frozenset[type]] = {
-    str: frozenset({str}),
-    int: frozenset({int}),
-    bool: frozenset({bool}),
-    float: frozenset({float}),
-}
-
-
-def _taken_as_is(annotation: Any) -> frozenset[type] | None:
-    """The exact types a parameter annotated so receives as they are (pydantic would hand
-    back the same value), or None: pydantic converts or checks more than the type."""
-    found = _AS_IS.get(annotation)
-    if found is not None:
-        return found
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        parts = [_AS_IS.get(part) for part in typing.get_args(annotation)]
-        plain = [part for part in parts if part is not None]
-        nones = [part for part in typing.get_args(annotation) if part is type(None)]
-        if len(plain) + len(nones) == len(parts) and len(plain) == 1:  # X | None
-            return plain[0] | ({type(None)} if nones else set())
-    return None
-
-
 def _binder(
-    model: type[BaseModel], as_is: dict[str, frozenset[type]] | None
+    model: Callable[[], type[BaseModel]], as_is: dict[str, frozenset[type]] | None
 ) -> Callable[[dict[str, JsonValue]], dict[str, Any]]:
-    names = tuple(model.model_fields)
+    """Arguments of the exact types the function takes go to it as they are (absent ones
+    get its defaults); any others through the pydantic model, made when first needed."""
+    made: list[type[BaseModel]] = []
 
     def bind(arguments: dict[str, JsonValue]) -> dict[str, Any]:
         if as_is is not None and all(
             type(value) in as_is.get(name, ()) for name, value in arguments.items()
-        ):  # already what the function takes: absent ones get the function's defaults
+        ):
             return arguments
-        instance = model.model_validate(arguments)
-        return {name: getattr(instance, name) for name in names}
+        if not made:
+            made.append(model())
+        instance = made[0].model_validate(arguments)
+        return {name: getattr(instance, name) for name in made[0].model_fields}
 
     return bind
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-SPIN_SECONDS = 100e-6  # about two wake-ups' worth: longer waits pay for a sleep anyway
+SPIN_SECONDS = 300e-6  # longer than the host's own turn between two runs of a session
 READ_CHUNK = 1 << 16
 
 
@@ -27,12 +27,14 @@ class Spinner:
         self.window = window
         self._on = True
 
-    def read(self, fd: int) -> bytes | None:
+    def read(self, fd: int, end: float | None = None) -> bytes | None:
         """What ``fd`` holds within the window (``b""``: its writer closed it), or None:
-        then the caller sleeps until it is readable and reports the wait to ``slept``."""
+        then the caller sleeps until it is readable and reports the wait to ``slept``.
+        ``end``: a ``time.perf_counter()`` by which to give up, for a wait made of reads."""
         if not self._on:
             return None
-        end = time.perf_counter() + self.window
+        if end is None:
+            end = time.perf_counter() + self.window
         while True:
             try:
                 return os.read(fd, READ_CHUNK)
@@ -40,6 +42,10 @@ class Spinner:
                 if time.perf_counter() >= end:
                     self._on = False
                     return None
+
+    def deadline(self) -> float:
+        """The end of a window starting now (for a wait made of several reads)."""
+        return time.perf_counter() + self.window
 
     def slept(self, seconds: float) -> None:
         """A wait the caller slept through: poll next time only if it would have fitted."""

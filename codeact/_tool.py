@@ -11,15 +11,16 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, overload
-
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 from ._exceptions import ToolDefinitionError
 from ._json import FrozenJson, JsonValue
 from ._results import ContentBlock
 from ._schema import PlainCheck, checked_schema, compile_validator, plain_checker
 from ._signature import derive_signature
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 DEFAULT_TIMEOUT_SECONDS = 60.0

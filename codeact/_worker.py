@@ -229,7 +229,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
 
     channel.send({"op": "ready", "confinement": report.to_json()})
     while True:
-        message = channel.receive()
+        message = channel.receive(spin=True)  # the next run of a busy session is near
         op = message.get("op")
         if op == "run":
             current["run"] = message.get("run", 0)

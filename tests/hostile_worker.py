@@ -23,8 +23,8 @@ PIPE_FULL = 1 << 20  # far more than a pipe buffer holds
 class HostileChannel(Channel):
     """The worker's channel, with the raw writer at hand for what a real worker never sends."""
 
-    def receive(self) -> dict[str, Any]:
-        message = super().receive()
+    def receive(self, *, spin: bool = False) -> dict[str, Any]:
+        message = super().receive(spin=spin)
         source = message.get("source")
         if (
             message.get("op") == "run"
@@ -33,7 +33,7 @@ class HostileChannel(Channel):
         ):
             behaviour = source.split(":", 1)[1].split()[0]
             BEHAVIOURS[behaviour](self, message["run"])
-            return self.receive()  # for those that live on: the host's next message
+            return self.receive(spin=spin)  # for those that live on: the host's next message
         return message
 
     def raw(self, data: bytes) -> None:

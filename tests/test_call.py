@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from codeact import ToolCall, parse_arguments
+from codeact._json import dumps
 
 
 def test_arguments_stay_the_raw_text_the_model_sent() -> None:
@@ -49,3 +51,30 @@ def test_parsing_any_text_never_raises_and_keeps_what_it_cannot_parse(text: str)
         assert parsed == {}
     elif parsed != text:
         assert json.loads(text) == parsed
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_canonical_text_is_what_json_writes_sorted_and_compact(value: object) -> None:
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert dumps(value) == expected
+    assert ToolCall("c", "t", {"value": value}).arguments == dumps({"value": value})
+
+
+def test_a_value_that_holds_itself_is_refused_as_json_refuses_it() -> None:
+    looped: list[object] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps({"a": looped})

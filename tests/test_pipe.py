@@ -117,3 +117,58 @@ def test_two_messages_in_one_read_are_both_delivered_without_polling_again(
     assert pipe.buffered()  # polling the pipe now would wait for a third message
     assert pipe.receive_available() == {"op": "call", "name": "f"}
     assert not pipe.buffered()
+
+
+def test_a_message_on_its_way_is_read_within_the_window_and_a_silence_is_not_waited_out(
+    ends: tuple[WorkerPipe, int, int],
+) -> None:
+    """Polling returns what arrives, gives up after one window whatever trickles in, and
+    keeps the partial message for the read that follows."""
+    from codeact._spin import Spinner
+
+    pipe, _, worker_writes = ends
+    spinner = Spinner(window=0.005)
+    os.write(worker_writes, b'{"op": "done"}\n')
+    assert pipe.receive_soon(spinner) == {"op": "done"}
+    stop = threading.Event()
+
+    def trickle() -> None:  # a worker sending a byte at a time, never a newline
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                os.write(worker_writes, b" ")
+            stop.wait(0.0005)
+
+    writer = threading.Thread(target=trickle)
+    writer.start()
+    try:
+        assert pipe.receive_soon(spinner) is None  # one window in all, not one per byte
+    finally:
+        stop.set()
+        writer.join()
+    assert pipe.receive_soon(spinner) is None  # polling is off after a window went by
+    os.write(worker_writes, b'{"op": "call"}\n')
+    assert pipe.receive(5) == {"op": "call"}  # the spaces before it were kept and parsed
+
+
+def test_a_spinner_polls_again_only_after_a_wait_that_would_have_fitted() -> None:
+    from codeact._spin import Spinner
+
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    try:
+        spinner = Spinner(window=0.001)
+        os.write(write_end, b"x")
+        assert spinner.read(read_end) == b"x"
+        assert spinner.read(read_end) is None  # nothing came: off
+        os.write(write_end, b"y")
+        assert spinner.read(read_end) is None  # off: the caller sleeps instead
+        spinner.slept(10.0)
+        assert spinner.read(read_end) is None  # a long sleep keeps it off
+        spinner.slept(0.0)
+        assert spinner.read(read_end) == b"y"  # a short one turns it on again
+        os.close(write_end)
+        assert spinner.read(read_end) == b""  # the writer closed its end
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(OSError):
+            os.close(write_end)

@@ -128,3 +128,93 @@ def test_disposing_an_owner_unregisters_what_it_registered() -> None:
     assert registry.names() == ["read", "search", "extra"]
     plugin.dispose()
     assert registry.names() == ["read"]
+
+
+# What a registry resolves is kept, and given up at any change ---------------------------
+
+
+@pytest.mark.anyio
+async def test_every_change_along_the_chain_reaches_the_next_call() -> None:
+    """Calls read the tool, policy, hooks and listeners resolved once; registering,
+    shadowing, a new policy, a listener added or stopped, anywhere in the chain, is
+    seen by the very next call, native or from a script's thread."""
+    from codeact._dispatch import execute_now
+
+    parent = ToolRegistry()
+    parent.register(read)
+    child = parent.child()
+    heard: list[str] = []
+
+    async def call(number: int) -> tuple[str, str | None]:
+        result = await child.execute(ToolCall(f"c{number}", "read", {"path": "p"}))
+        return (
+            result.value if not result.is_error else "",
+            result.error.code if result.is_error else None,
+        )
+
+    def now(number: int) -> str | None:
+        call = ToolCall(f"n{number}", "read", '{"path": "p"}')
+        result = execute_now(
+            child, call, emit=lambda event: heard.append(event.call_id), plain={"path": "p"}
+        )
+        assert result is not None
+        return result.error.code if result.is_error else None
+
+    assert await call(1) == ("", None)
+    assert now(1) is None
+    assert heard == []  # nobody listened: no event was made
+
+    stop = parent.add_listener(lambda event: heard.append(event.call_id))
+    await call(2)
+    now(2)
+    assert heard.count("c2") == 2  # started and finished
+    assert heard.count("n2") == 2
+    stop()
+    await call(3)
+    assert "c3" not in heard
+
+    parent.set_policy(RulePolicy([deny("read", reason="closed")]))
+    assert await call(4) == ("", "POLICY_DENIED")
+    assert now(4) == "POLICY_DENIED"
+
+    @tool(name="read")
+    def shadow(path: str) -> str:
+        """Read from elsewhere."""
+        return "shadowed"
+
+    dispose = child.register(shadow)
+    parent.set_policy(None)
+    assert await call(5) == ("shadowed", None)
+    dispose()
+    assert await call(6) == ("", None)
+
+
+def test_a_rule_policy_remembers_verdicts_only_while_its_rules_stand() -> None:
+    from codeact import allow
+    from codeact._invocation import Invocation
+    from codeact._policy import Action
+
+    def invocation(name: str, arguments: dict[str, object]) -> Invocation:
+        return Invocation(
+            call_id="c", name=name, arguments=arguments, raw_arguments="", parent=None, tool=read
+        )
+
+    policy = RulePolicy(
+        [
+            deny("delete_*", reason="no deletions"),
+            allow("send", when=lambda a: a.get("to") == "me"),
+        ],
+        default=Action.ALLOW,
+    )
+    for _ in range(2):  # the second time from what it remembered
+        assert policy.decide_now(invocation("read", {})).allowed
+        assert not policy.decide_now(invocation("delete_all", {})).allowed
+        assert policy.decide_now(invocation("send", {"to": "me"})).allowed
+    # a rule that reads arguments is asked every time: no default from the first answer
+    assert policy.decide_now(invocation("send", {"to": "you"})).allowed  # default: allow
+    policy.default = Action.DENY
+    assert not policy.decide_now(invocation("send", {"to": "you"})).allowed
+    assert not policy.decide_now(invocation("read", {})).allowed  # the new default applies
+    policy.rules = (allow("read"),)
+    assert policy.decide_now(invocation("read", {})).allowed
+    assert not policy.decide_now(invocation("delete_all", {})).allowed

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import ast
 import enum
+import inspect
+import json
 import socket
+import subprocess
+import sys
+import typing
 from typing import Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from codeact import Tool, ToolDefinitionError, tool
+from codeact._signature import derive_signature
 from codeact._stubs import stub
 
 
@@ -376,3 +384,120 @@ def test_a_tool_returning_bytes_gives_base64_and_its_stub_says_so() -> None:
     )
     assert not coded.is_error, coded.text
     assert coded.value["result"] == (payload.hex(), payload[:4].hex())  # type: ignore[index]
+
+
+# Scalar signatures without pydantic -------------------------------------------------
+
+SCALARS = [str, int, float, bool, str | None, int | None, float | None, bool | None]
+DEFAULTS = {str: ["", "x"], int: [0, 7], float: [1.5], bool: [True, False]}
+
+
+def _scalar_function(
+    spec: list[tuple[str, object, object, str | None]], returns: object, returns_doc: str | None
+) -> object:
+    """A real function with these parameters (name, annotation, default, description)."""
+    args = "".join(f"    {name}: {text}\n" for name, _, _, text in spec if text)
+    doc = "Do it.\n\n" + (f"Args:\n{args}\n" if args else "")
+    doc += f"Returns:\n    {returns_doc}\n" if returns_doc else ""
+    scope: dict[str, object] = {}
+    signature = ", ".join(
+        f"{name}: {name}_type" + ("" if default is NO_DEFAULT else f" = {name}_default")
+        for name, _, default, _ in spec
+    )
+    namespace = {f"{name}_type": kind for name, kind, _, _ in spec}
+    namespace.update({f"{name}_default": default for name, _, default, _ in spec})
+    namespace["returns_type"] = returns
+    keywords = f"*, {signature}" if signature else ""
+    exec(f"def made({keywords}) -> returns_type:\n    {doc!r}\n", namespace, scope)
+    return scope["made"]
+
+
+NO_DEFAULT = object()
+
+
+@st.composite
+def scalar_signatures(
+    draw: st.DrawFn,
+) -> tuple[object, list[tuple[str, object, object, str | None]]]:
+    names = draw(
+        st.lists(st.sampled_from(["a", "b", "city", "days", "flag"]), unique=True, max_size=4)
+    )
+    spec = []
+    for name in names:
+        kind = draw(st.sampled_from(SCALARS))
+        base = [part for part in typing.get_args(kind) if part is not type(None)] or [kind]
+        choices: list[object] = [NO_DEFAULT, *DEFAULTS[base[0]]]
+        if kind not in DEFAULTS:
+            choices.append(None)
+        default = draw(st.sampled_from(choices))
+        text = draw(st.none() | st.sampled_from(["the city.", "how many days."]))
+        spec.append((name, kind, default, text))
+    returns = draw(st.sampled_from([*SCALARS, None]))
+    returns_doc = draw(st.none() | st.just("the answer."))
+    return _scalar_function(spec, returns, returns_doc), spec
+
+
+@settings(max_examples=150, deadline=None)
+@given(scalar_signatures())
+def test_a_scalar_signature_reads_to_the_schemas_pydantic_writes(
+    made: tuple[object, list[tuple[str, object, object, str | None]]],
+) -> None:
+    from codeact._signature import _arguments_model, _field, _model_schema, _output_schema
+
+    function, spec = made
+    derived = derive_signature(function)  # type: ignore[arg-type]
+    hints = typing.get_type_hints(function, include_extras=True)  # type: ignore[arg-type]
+    parameters = inspect.signature(function).parameters  # type: ignore[arg-type]
+    described = {name: text for name, _, _, text in spec}
+    fields = {name: _field(parameters[name], hints, described[name]) for name in parameters}
+    by_pydantic = _model_schema("made", _arguments_model("made", fields))
+    assert derived.parameters == by_pydantic
+    assert json.dumps(derived.parameters) == json.dumps(by_pydantic)  # the same order too
+    expected_output = _output_schema("made", hints["return"])
+    if expected_output is not None and "Returns:" in (function.__doc__ or ""):  # type: ignore[attr-defined]
+        expected_output = {**expected_output, "description": "the answer."}
+    assert derived.output_schema == expected_output
+
+
+def test_a_scalar_tool_is_defined_and_called_without_loading_pydantic_or_jsonschema() -> None:
+    program = """
+import sys
+from codeact import ToolCall, ToolRegistry, tool
+
+@tool
+def forecast(city: str, days: int = 3, metric: bool | None = None) -> float:
+    '''Tomorrow's temperature.'''
+    return 20.5 + days
+
+registry = ToolRegistry()
+registry.register(forecast)
+import anyio
+result = anyio.run(registry.execute, ToolCall("c2", "forecast", {"city": "Oslo", "days": 1}))
+print(result.value, "pydantic" in sys.modules, "jsonschema" in sys.modules)
+result = anyio.run(registry.execute, ToolCall("c3", "forecast", {"city": "Oslo", "days": 2.0}))
+print(result.value, "pydantic" in sys.modules)
+result = anyio.run(registry.execute, ToolCall("c4", "forecast", {"city": 5}))
+print(result.error.code, "jsonschema" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    lines = done.stdout.strip().splitlines()[-3:]
+    assert lines[0] == "21.5 False False"  # exact types: bound as they are, checked plainly
+    assert lines[1] == "22.5 True"  # 2.0 for an int: pydantic converts it, loaded for it
+    assert lines[2] == "INVALID_ARGUMENTS True"  # a wrong type: jsonschema says what is wrong
+
+
+def test_arguments_a_scalar_tool_must_convert_are_converted_as_pydantic_would() -> None:
+    @tool
+    def scaled(count: int, factor: float = 1.0, label: str | None = None) -> float:
+        """Scale."""
+        return count * factor
+
+    assert scaled.bind_arguments({"count": 2}) == {"count": 2}  # as it is: defaults apply
+    bound = scaled.bind_arguments({"count": 2.0, "factor": 3})
+    assert type(bound["count"]) is int
+    assert bound["count"] == 2
+    assert type(bound["factor"]) is float
+    assert bound["factor"] == 3.0
+    assert bound["label"] is None

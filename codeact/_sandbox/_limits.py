@@ -150,6 +150,7 @@ class Watchdog:
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._inspecting: RunMonitor | None = None
+        self._idle = False  # waiting for a run to watch, not polling
 
     def watch(self, run: RunMonitor) -> None:
         with self._wake:
@@ -159,7 +160,8 @@ class Watchdog:
                     target=self._loop, name="codeact-watchdog", daemon=True
                 )
                 self._thread.start()
-            self._wake.notify()
+            if self._idle:  # polling, it sees the run within a poll: no thread is woken
+                self._wake.notify()
 
     def unwatch(self, run: RunMonitor) -> None:
         run.finished = True
@@ -178,7 +180,9 @@ class Watchdog:
             with self._wake:
                 self._runs = {run for run in self._runs if not run.finished}
                 while not self._runs:
+                    self._idle = True
                     self._wake.wait()
+                self._idle = False
                 runs = tuple(self._runs)
             now = time.monotonic()
             for run in runs:
