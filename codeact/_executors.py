@@ -130,6 +130,10 @@ class SessionGates:
         """Is a run of ``session`` running or waiting its turn?"""
         return session in self._gates
 
+    def alone(self) -> bool:
+        """Is at most one session running or waiting (any thread may ask)?"""
+        return len(self._gates) <= 1
+
     async def run(
         self, session: str, work: Callable[[], Awaitable[ScriptOutcome]]
     ) -> ScriptOutcome:

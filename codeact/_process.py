@@ -276,6 +276,7 @@ class Worker:
         threads: anyio.CapacityLimiter | None = None,
         on_output: OutputListener | None = None,
         tape: RunTape | None = None,
+        alone: Callable[[], bool] = lambda: True,
     ) -> ScriptOutcome:
         """Run one script; tool calls are answered until the worker says it is done.
 
@@ -304,6 +305,7 @@ class Worker:
             on_output=on_output,
             tape=tape,
             script_lines=source.count("\n") + 1,
+            alone=alone,
         )
         self._aborting = False
         try:
@@ -352,9 +354,10 @@ class Worker:
         on as it comes), waited for on the loop: after a moment's polling (a short script
         has answered by then), by the loop's own wait for the pipe."""
         asked = time.monotonic()
-        message = self._unprinted(lambda: self._pipe.receive_soon(self._first_spinner), serving)
-        if message is not None:
-            return message
+        if serving.alone():
+            soon = self._unprinted(lambda: self._pipe.receive_soon(self._first_spinner), serving)
+            if soon is not None:
+                return soon
         with anyio.fail_after(max(serving.deadline - time.monotonic(), 0)):
             while True:
                 if not self._pipe.buffered():  # one read may have brought two messages
@@ -424,7 +427,7 @@ class Worker:
         limits, records = serving.limits, serving.records
         while True:
             if message is None:  # mid-run: the script's next call is likely on its way
-                message = self._receive_by(serving.deadline, spin=True)
+                message = self._receive_by(serving.deadline, spin=serving.alone())
             if self._printed(message, serving):
                 message = None
                 continue
@@ -591,6 +594,9 @@ class _Serving:
     readings: int = 0
     script_lines: int = 1  # the source's lines: a call is made on one of them
     planned: int = 0  # pending values sent: the writes this run planned
+    # Is this the only run the host serves? Only then does it poll for the worker's
+    # messages: a polling thread takes the interpreter lock from every other one.
+    alone: Callable[[], bool] = lambda: True
 
     def taped(self, message: dict[str, Any], op: str, calls: int = 0) -> None:
         """Hand a durable run's fresh readings (bounded per run) and the lines of the
@@ -850,6 +856,7 @@ class ProcessExecutor:
                     self._threads,
                     on_output=on_output,
                     tape=tape,
+                    alone=self._gates.alone,
                 )
             finally:
                 if worker.dead and self._sessions.get(session) is worker:

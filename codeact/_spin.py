@@ -42,6 +42,7 @@ class Spinner:
                 if time.perf_counter() >= end:
                     self._on = False
                     return None
+                os.sched_yield()  # the writer may be waiting for this very processor
 
     def deadline(self) -> float:
         """The end of a window starting now (for a wait made of several reads)."""
