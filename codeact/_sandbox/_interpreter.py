@@ -722,6 +722,15 @@ def _apply(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def _bind(
     name: str, parameters: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> dict[str, JsonValue]:
+    if not kwargs and len(args) <= len(parameters) and not CALLS.noting:
+        plain: dict[str, JsonValue] = {}
+        for key, value in zip(parameters, args, strict=False):
+            kind = type(value)
+            if kind is not str and kind is not int and kind is not bool and value is not None:
+                break  # anything else is detached (and checked) below
+            plain[key] = value  # an exact immutable scalar: already plain
+        else:
+            return plain  # most calls: a few strings and numbers, by position
     if len(args) > len(parameters):
         raise TypeError(
             f"{name}() takes {len(parameters)} positional arguments but {len(args)} were given"
@@ -734,7 +743,7 @@ def _bind(
     if CALLS.noting:  # a recorded run: planned writes' results travel as their marks
         arguments = marked(arguments)
     try:
-        plain = detach(arguments)
+        plain = detach(arguments)  # type: ignore[assignment]
     except NotJsonError as error:
         raise TypeError(
             f"{name}(): {error.reason} (at {error.path.replace('$', 'arguments', 1)})"
