@@ -1,8 +1,9 @@
 """Definition: a tool is defined once, and everything else is derived from it.
 
-A ``Tool`` is a frozen value: its schemas are checked and its validators compiled
-when it is built, never per call. ``@tool`` builds one from a typed, docstringed
-function; ``Tool.from_schema`` from an explicit JSON Schema and a callable.
+A ``Tool`` is a frozen value: its schemas are checked when it is built, and their
+validators compiled once, when a value first needs more than the plain check. ``@tool``
+builds one from a typed, docstringed function; ``Tool.from_schema`` from an explicit JSON
+Schema and a callable.
 """
 
 from __future__ import annotations
