@@ -165,7 +165,8 @@ class ToolRegistry:
                 listened=self.has_listeners(),
             )
         )
-        self._resolved[name] = (seen, resolved)
+        if resolved is not None:  # unknown names are a model's to invent: never kept
+            self._resolved[name] = (seen, resolved)
         return resolved
 
     def writes(self, name: str) -> bool:

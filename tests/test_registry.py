@@ -218,3 +218,14 @@ def test_a_rule_policy_remembers_verdicts_only_while_its_rules_stand() -> None:
     policy.rules = (allow("read"),)
     assert policy.decide_now(invocation("read", {})).allowed
     assert not policy.decide_now(invocation("delete_all", {})).allowed
+
+
+@pytest.mark.anyio
+async def test_unknown_names_a_model_invents_are_not_remembered() -> None:
+    registry = ToolRegistry()
+    registry.register(read)
+    for number in range(200):
+        result = await registry.execute(ToolCall(f"c{number}", f"made_up_{number}", {}))
+        assert result.error.code == "UNKNOWN_TOOL"
+    await registry.execute(ToolCall("c", "read", {"path": "p"}))
+    assert set(registry._resolved) == {"read"}
