@@ -84,7 +84,9 @@ class Channel:
         self._fd = reader.fileno()
         os.set_blocking(self._fd, False)  # waited on with select, or polled (see _spin)
         self._buffer = bytearray()
-        self._spinner = Spinner()
+        # each kind of wait polls while its own waits prove short
+        self.answers = Spinner()  # a tool call's answer
+        self.next_message = Spinner()  # the session's next run
         self._writer = writer
 
     def send(self, message: dict[str, Any]) -> None:
@@ -94,9 +96,10 @@ class Channel:
         self._writer.write(line)
         self._writer.flush()
 
-    def receive(self, *, spin: bool = False) -> dict[str, Any]:
-        """The host's next message; ``spin``: it is an answer on its way (a tool call's),
-        so the pipe is polled for a moment before the worker sleeps on it."""
+    def receive(self, *, spin: Spinner | None = None) -> dict[str, Any]:
+        """The host's next message; ``spin``: it is likely on its way, so the pipe is
+        polled for a moment (while that spinner's waits prove short) before the worker
+        sleeps on it."""
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0:
@@ -104,12 +107,12 @@ class Channel:
                 del self._buffer[: end + 1]
                 message: dict[str, Any] = json.loads(line)
                 return message
-            chunk = self._spinner.read(self._fd) if spin else None
+            chunk = spin.read(self._fd) if spin is not None else None
             if chunk is None:
                 slept = time.monotonic()
                 select.select([self._fd], [], [])
-                if spin:
-                    self._spinner.slept(time.monotonic() - slept)
+                if spin is not None:
+                    spin.slept(time.monotonic() - slept)
                 try:
                     chunk = os.read(self._fd, READ_CHUNK)
                 except BlockingIOError:
@@ -199,7 +202,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         if CALLS.noting:
             message["line"] = CALLS.take(arguments)
         channel.send(taped(message))
-        answer = channel.receive(spin=True)
+        answer = channel.receive(spin=channel.answers)
         if answer.get("ok"):
             return _value_of(answer, name)
         raise ToolError(str(answer.get("message", "")), str(answer.get("code", "TOOL_ERROR")))
@@ -210,7 +213,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         if CALLS.noting:
             message["lines"] = [CALLS.take(arguments) for _, arguments in batch]
         channel.send(taped(message))
-        answer = channel.receive(spin=True)
+        answer = channel.receive(spin=channel.answers)
         results = answer.get("results")
         if answer.get("op") != "results" or type(results) is not list or len(results) != len(batch):
             raise ToolError("the host answered a batch of calls wrongly", "ABORTED")
@@ -229,7 +232,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
 
     channel.send({"op": "ready", "confinement": report.to_json()})
     while True:
-        message = channel.receive(spin=True)  # the next run of a busy session is near
+        message = channel.receive(spin=channel.next_message)  # a busy session's next run
         op = message.get("op")
         if op == "run":
             current["run"] = message.get("run", 0)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from codeact._spin import Spinner
 from codeact._worker import Channel, channel_files, serve
 
 PIPE_FULL = 1 << 20  # far more than a pipe buffer holds
@@ -23,7 +24,7 @@ PIPE_FULL = 1 << 20  # far more than a pipe buffer holds
 class HostileChannel(Channel):
     """The worker's channel, with the raw writer at hand for what a real worker never sends."""
 
-    def receive(self, *, spin: bool = False) -> dict[str, Any]:
+    def receive(self, *, spin: Spinner | None = None) -> dict[str, Any]:
         message = super().receive(spin=spin)
         source = message.get("source")
         if (

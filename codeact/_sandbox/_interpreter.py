@@ -726,8 +726,10 @@ def _bind(
         plain: dict[str, JsonValue] = {}
         for key, value in zip(parameters, args, strict=False):
             kind = type(value)
+            # exact types only: a subclass (a rigged __eq__, __hash__ or __str__) is
+            # rebuilt by detach below, as is anything else
             if kind is not str and kind is not int and kind is not bool and value is not None:
-                break  # anything else is detached (and checked) below
+                break
             plain[key] = value  # an exact immutable scalar: already plain
         else:
             return plain  # most calls: a few strings and numbers, by position
