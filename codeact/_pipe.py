@@ -66,6 +66,8 @@ class WorkerPipe:
                     self._wait_writable(deadline)  # TimeoutError (an OSError) passes as it is
                 except OSError as error:  # EPIPE: the worker is gone
                     raise PipeClosed(str(error)) from None
+                if data and _past(deadline):  # a worker that drains a little at a time
+                    raise TimeoutError("the worker did not read in time")
 
     def send_at_once(self, message: dict[str, Any]) -> bool:
         """Write a short message without ever waiting (safe on an event loop); False, with
@@ -86,7 +88,7 @@ class WorkerPipe:
         while not self._closing:
             if select.select([], [self._write_fd], [], _wait(deadline))[1]:
                 return
-            if deadline is not None and time.monotonic() >= deadline:
+            if _past(deadline):
                 raise TimeoutError("the worker did not read in time")  # a worker that never reads
         raise PipeClosed("the channel was closed")
 
@@ -104,6 +106,8 @@ class WorkerPipe:
                 message = self._take_line()
                 if message is not None:
                     return message
+                if _past(deadline):  # bytes that keep coming and never make a message
+                    raise TimeoutError("the worker did not answer in time")
                 chunk = self._spinner.read(self._read_fd) if spin else None
                 if chunk is not None:
                     self._add(chunk)
@@ -183,7 +187,7 @@ class WorkerPipe:
             readable, _, _ = select.select([self._read_fd], [], [], _wait(deadline))
             if readable:
                 return
-            if deadline is not None and time.monotonic() >= deadline:
+            if _past(deadline):
                 raise TimeoutError("the worker did not answer in time")
 
     def close(self) -> None:
@@ -227,6 +231,10 @@ class _Use:
 
     def __exit__(self, *exc_info: object) -> None:
         self._pipe._leave()
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _wait(deadline: float | None) -> float:

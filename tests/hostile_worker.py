@@ -120,6 +120,15 @@ def too_many_calls(channel: HostileChannel, run: int) -> None:
     hang()
 
 
+def trickle(channel: HostileChannel, run: int) -> None:
+    """Mid-run (once a call was answered, the host serving in a thread), send a byte at a
+    time, never a whole message: each read brings something, none ends the wait."""
+    channel.line({"op": "call", "run": run, "name": "add", "arguments": {"a": 1}})
+    channel.receive()
+    while True:
+        channel.raw(b" ")
+
+
 def never_reads(channel: HostileChannel, run: int) -> None:
     """Ask for an answer larger than a pipe buffer, then never read it."""
     channel.line({"op": "call", "run": run, "name": "big", "arguments": {"size": PIPE_FULL}})
@@ -231,6 +240,7 @@ BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
         forged_calls,
         misshapen_calls,
         too_many_calls,
+        trickle,
         never_reads,
         wrong_code,
         bad_cause,

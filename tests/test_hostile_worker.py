@@ -29,6 +29,7 @@ ENDINGS = {
     "stall": ("CODE_RESOURCE_LIMIT", DEADLINE),
     "partial": ("CODE_RESOURCE_LIMIT", DEADLINE),
     "never_reads": ("CODE_RESOURCE_LIMIT", DEADLINE),
+    "trickle": ("CODE_RESOURCE_LIMIT", DEADLINE),
     "flood": ("CODE_RUNTIME_ERROR", "more printed output than the run's limit"),
     "endless_line": ("CODE_RUNTIME_ERROR", "longer than the channel allows"),
     "garbage": ("CODE_RUNTIME_ERROR", "not JSON"),

@@ -172,3 +172,41 @@ def test_a_spinner_polls_again_only_after_a_wait_that_would_have_fitted() -> Non
         os.close(read_end)
         with contextlib.suppress(OSError):
             os.close(write_end)
+
+
+def test_bytes_that_keep_coming_do_not_outlast_the_deadline() -> None:
+    """A worker that always has another byte ready, never a whole message: every read
+    brings something, so only the deadline ends the wait (here already past)."""
+    import time
+
+    pipe = WorkerPipe(open("/dev/zero", "rb"), open(os.devnull, "wb"), max_bytes=1 << 24)  # noqa: SIM115
+    try:
+        for spin in (False, True):
+            with pytest.raises(TimeoutError):
+                pipe.receive_by(time.monotonic(), spin=spin)
+    finally:
+        pipe.close()
+
+
+def test_a_worker_draining_a_little_at_a_time_does_not_outlast_the_deadline(
+    ends: tuple[WorkerPipe, int, int],
+) -> None:
+    import time
+
+    pipe, worker_reads, _ = ends
+    stop = threading.Event()
+
+    def drain() -> None:  # reads on, a little at a time: the pipe is never full for long
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                os.read(worker_reads, 512)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        with pytest.raises(TimeoutError):
+            pipe.send({"op": "answer", "value": "x" * 1_000_000}, time.monotonic())
+    finally:
+        stop.set()
+        pipe.close()
+        reader.join()
