@@ -236,11 +236,8 @@ def execute_now(
             raise Rejection(ErrorCode.POLICY_DENIED, verdict.reason or "denied by policy")
         emitting = _EMIT.set(emit if listened else None)
         try:
-            if span is None:
+            with tool_context(span):  # no span: a shared do-nothing context
                 raw = _invoke_now(invocation, arguments, abort)
-            else:
-                with tool_context(span):
-                    raw = _invoke_now(invocation, arguments, abort)
         finally:
             _EMIT.reset(emitting)
         result: ToolExecutionResult = _render(invocation, _check_output(invocation, raw))
@@ -356,10 +353,7 @@ def _checked_arguments(invocation: Invocation, plain: JsonValue) -> dict[str, An
     nothing else), so the default applies.
     """
     tool = invocation.tool
-    if tool.parameter_check(plain):  # the common case: certainly valid, nothing to describe
-        problem = None
-    else:
-        problem = describe_errors(tool.parameter_validator, plain)
+    problem = describe_errors(tool.parameter_validator, plain, plain=tool.parameter_check)
     if problem is not None and drop_optional_nulls(tool.parameter_validator, plain):
         problem = describe_errors(tool.parameter_validator, plain, plain=tool.parameter_check)
     if problem is not None:
@@ -440,9 +434,8 @@ def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
             f"{invocation.name!r} returned a value with no JSON form: {error}",
         ) from None
     validator = invocation.tool.output_validator
-    check = invocation.tool.output_check
-    if validator is not None and not (check is not None and check(value)):
-        problem = describe_errors(validator, value)
+    if validator is not None:
+        problem = describe_errors(validator, value, plain=invocation.tool.output_check)
         if problem is not None:
             raise Rejection(
                 ErrorCode.INVALID_OUTPUT,

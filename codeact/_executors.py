@@ -143,31 +143,30 @@ class SessionGates:
         except QueueFull:
             return queue_full(session, self.limit)
         try:
-            lock = gate.lock
-            try:
-                lock.acquire_nowait()  # fails while others wait: their turn comes first
-            except anyio.WouldBlock:
-                await lock.acquire()
-            try:
+            async with taken(gate.lock):
                 return await work()
-            finally:
-                lock.release()
         finally:
             self._leave(session, gate)
 
 
-@contextlib.asynccontextmanager
-async def taken(lock: anyio.Lock | anyio.CapacityLimiter) -> AsyncIterator[None]:
+class taken:
     """Hold ``lock``, taken at once when it is free (no trip through the event loop, which
-    anyio's ``acquire`` always makes), else waited for in turn."""
-    try:
-        lock.acquire_nowait()  # fails while others wait: their turn comes first
-    except anyio.WouldBlock:
-        await lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()
+    anyio's ``acquire`` always makes), else waited for in turn. A class, not a generator:
+    every run passes through it."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: anyio.Lock | anyio.CapacityLimiter) -> None:
+        self._lock = lock
+
+    async def __aenter__(self) -> None:
+        try:
+            self._lock.acquire_nowait()  # fails while others wait: their turn comes first
+        except anyio.WouldBlock:
+            await self._lock.acquire()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._lock.release()
 
 
 def queue_full(session: str, limit: int) -> ScriptOutcome:

@@ -108,10 +108,10 @@ class WorkerPipe:
                     return message
                 if _past(deadline):  # bytes that keep coming and never make a message
                     raise TimeoutError("the worker did not answer in time")
-                chunk = self._spinner.read(self._read_fd) if spin else None
-                if chunk is not None:
-                    self._add(chunk)
-                    continue
+                if spin:
+                    message = self._polled(self._spinner)
+                    if message is not None:
+                        return message
                 slept = time.monotonic()
                 self._wait_readable(deadline)
                 if spin:
@@ -122,15 +122,18 @@ class WorkerPipe:
         """A message already read or arriving within ``spinner``'s window (one window in
         all, however the bytes come); None when there is none by then, or polling is off."""
         with self._using():
-            end = spinner.deadline()
-            while True:
-                message = self._take_line()
-                if message is not None:
-                    return message
-                chunk = spinner.read(self._read_fd, end)
-                if chunk is None:
-                    return None
-                self._add(chunk)
+            return self._polled(spinner)
+
+    def _polled(self, spinner: Spinner) -> dict[str, Any] | None:
+        end = spinner.window_end()
+        while True:
+            message = self._take_line()
+            if message is not None:
+                return message
+            chunk = spinner.read(self._read_fd, end)
+            if chunk is None:
+                return None
+            self._add(chunk)
 
     @property
     def read_fd(self) -> int:

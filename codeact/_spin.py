@@ -44,8 +44,9 @@ class Spinner:
                     return None
                 os.sched_yield()  # the writer may be waiting for this very processor
 
-    def deadline(self) -> float:
-        """The end of a window starting now (for a wait made of several reads)."""
+    def window_end(self) -> float:
+        """The ``time.perf_counter()`` at which a window starting now ends (for a wait made
+        of several reads)."""
         return time.perf_counter() + self.window
 
     def slept(self, seconds: float) -> None:
