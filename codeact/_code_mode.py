@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import inspect
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from ._exceptions import ErrorCode, ToolError, UsageError
 from ._executors import Executor, SyncToolCaller
 from ._json import FrozenJson, JsonValue, dumps
 from ._media import render_value
-from ._precheck import check_script, script_names
+from ._precheck import Finding, check_script, script_names
 from ._registry import ToolRegistry
 from ._results import ContentBlock, TextBlock, ToolExecutionResult
 from ._sandbox import Limits, ScriptOutcome
@@ -194,11 +194,9 @@ def run_code_tool(
 
             names_by_session[this_session] = known_names(durable, this_session)
         session_names = names_by_session.setdefault(this_session, set())
-        if precheck:
-            findings = check_script(code, tools, known=session_names)
-            if findings:
-                details = "\n".join(f.message for f in findings)
-                raise ToolError(f"the script was not run:\n{details}", findings[0].code)
+        # advice, never a refusal: the script runs as CPython would run it (a print before
+        # an undefined name prints), and a failure carries what the check foresaw
+        findings = check_script(code, tools, known=session_names) if precheck else []
         invocation = current_invocation()
         parent = invocation.call_id if invocation else None
         numbers = itertools.count(1)
@@ -259,7 +257,7 @@ def run_code_tool(
                     plans,
                     preview=preview or (plans is not None and plans.always),
                 )
-                value = _script_result(committed.outcome, session_names, code)
+                value = _script_result(committed.outcome, session_names, code, findings)
                 if committed.plans:
                     value["plan"] = "\n\n".join(committed.plans)
                 return value
@@ -285,7 +283,7 @@ def run_code_tool(
             abort.abort("the script ended")
             if printed is not None:
                 printed.flush()
-        return _script_result(outcome, session_names, code)
+        return _script_result(outcome, session_names, code, findings)
 
     return Tool(
         name=RUN_CODE,
@@ -320,11 +318,22 @@ PREVIEW_PARAMETER: dict[str, JsonValue] = {
 }
 
 
-def _script_result(outcome: ScriptOutcome, session_names: set[str], code: str) -> dict[str, Any]:
-    """run_code's value: the script's result, output and calls; a failure is raised."""
+def _script_result(
+    outcome: ScriptOutcome,
+    session_names: set[str],
+    code: str,
+    findings: Sequence[Finding] = (),
+) -> dict[str, Any]:
+    """run_code's value: the script's result, output and calls; a failure is raised, with
+    the pre-run check's findings as advice (the code of the one at the failing line)."""
     session_names.update(script_names(code))
-    if outcome.error is not None:
-        raise ToolError(render_failure(outcome), outcome.error.code)
+    error = outcome.error
+    if error is not None:
+        text = render_failure(outcome)
+        if findings:
+            text += "\nThe pre-run check found:\n" + "\n".join(f"  {f.message}" for f in findings)
+        foreseen = [f.code for f in findings if f.line == error.line]
+        raise ToolError(text, foreseen[0] if foreseen else error.code)
     return {
         "result": outcome.value,
         "output": outcome.output,

@@ -113,6 +113,17 @@ async def test_name_errors_hint_at_the_closest_tool() -> None:
     assert "did you mean: lookup" in result.text  # found while running
 
 
+async def test_the_precheck_advises_and_never_refuses_what_cpython_runs() -> None:
+    _, scope = code_registry()
+    result = await run(scope, "print('before')\nx = add(1, 2)\nlokup('k')")
+    assert result.error.code == "UNKNOWN_TOOL"  # type: ignore[union-attr]
+    assert "Output before the error:\nbefore" in result.text  # it ran up to the NameError
+    assert "add (ok)" in result.text
+    assert "Did you mean: lookup?" in result.text  # the check's hint, inside the error
+    taken = await run(scope, "if False:\n    lokup('k')\n'fine'")
+    assert taken.value["result"] == "fine"  # type: ignore[index]  # a branch never taken
+
+
 async def test_state_persists_between_run_code_calls() -> None:
     _, scope = code_registry()
     await run(scope, "memo = {'n': add(20, 1)}")
