@@ -881,8 +881,11 @@ def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iter
 
 
 def reraise_limits() -> None:
-    """Called first in every except block: a caught limit or stop goes on propagating."""
+    """Called first in every except block, and before a ``return``, ``break`` or ``continue``
+    leaves a finally block: a limit or stop in flight goes on propagating."""
     error = sys.exc_info()[1]
+    if isinstance(error, SandboxStop):  # a finally discarding it would end the run cleanly
+        raise error
     if isinstance(error, RecursionError):
         raise LimitExceeded("recursion depth", "maximum recursion depth exceeded") from None
     if isinstance(error, MemoryError):

@@ -9,7 +9,8 @@ What it adds to the base policy, each for a reason:
   ``__enter__``/``__exit__``...), never the ones that run later in the host;
 - size-guarded ``*``, ``**``, ``<<`` and ``%`` and guarded format specs, so a memory
   bomb is refused before it allocates;
-- exception handlers that re-raise limit errors first, so no ``except`` swallows one;
+- exception handlers that re-raise limit errors first, so no ``except`` swallows one,
+  and the same check before a ``return``/``break``/``continue`` leaves a ``finally``;
 - ``print`` bound to a bounded collector, and the last expression kept as the result.
 
 Iteration and unpacking are left unwrapped on purpose: iterating exposes no
@@ -364,18 +365,28 @@ class CodeActPolicy(RestrictingNodeTransformer):
     # Exceptions ---------------------------------------------------------------------
 
     # ``return``, ``break`` or ``continue`` leaving a ``finally`` block discards the
-    # exception in flight (PEP 765), which would let a script swallow a limit.
+    # exception in flight: CPython runs it, so scripts may, but a limit or a stop in flight
+    # is raised again first (``_reraise_limits_`` sees it: the finally is its handler).
     _finally_depth = 0
     _loop_depth_in_finally = 0
 
     def visit_Try(self, node: ast.Try) -> Any:
-        for child in (*node.body, *node.handlers, *node.orelse):
-            self.visit(child)
+        # a statement may come back as several (a hoisted check, an augmented assignment)
+        node.body = self._visit_all(node.body)
+        node.handlers = self._visit_all(node.handlers)
+        node.orelse = self._visit_all(node.orelse)
         outer = (self._finally_depth, self._loop_depth_in_finally)
         self._finally_depth, self._loop_depth_in_finally = self._finally_depth + 1, 0
-        node.finalbody = [self.visit(child) for child in node.finalbody]
+        node.finalbody = self._visit_all(node.finalbody)
         self._finally_depth, self._loop_depth_in_finally = outer
         return node
+
+    def _visit_all(self, nodes: list[Any]) -> list[Any]:
+        visited: list[Any] = []
+        for child in nodes:
+            result = self.visit(child)
+            visited.extend(result if isinstance(result, list) else [result])
+        return visited
 
     def _visit_loop(self, node: ast.For | ast.While, visit: Any) -> Any:
         self._loop_depth_in_finally += 1
@@ -442,21 +453,16 @@ class CodeActPolicy(RestrictingNodeTransformer):
         return self.visit_Try(node)
 
     def visit_Return(self, node: ast.Return) -> Any:
-        if self._finally_depth:
-            self.error(node, "return inside finally is not allowed (it would swallow exceptions).")
-        return super().visit_Return(node)
+        visited = super().visit_Return(node)
+        return _limits_first(visited) if self._finally_depth else visited
 
     def visit_Break(self, node: ast.Break) -> Any:
-        if self._finally_depth and not self._loop_depth_in_finally:
-            self.error(node, "break out of finally is not allowed (it would swallow exceptions).")
-        return super().visit_Break(node)
+        leaves = self._finally_depth and not self._loop_depth_in_finally
+        return _limits_first(node) if leaves else node
 
     def visit_Continue(self, node: ast.Continue) -> Any:
-        if self._finally_depth and not self._loop_depth_in_finally:
-            self.error(
-                node, "continue out of finally is not allowed (it would swallow exceptions)."
-            )
-        return super().visit_Continue(node)
+        leaves = self._finally_depth and not self._loop_depth_in_finally
+        return _limits_first(node) if leaves else node
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
         visited = super().visit_ExceptHandler(node)
@@ -660,6 +666,14 @@ def _awaitable_arguments(argument: ast.expr) -> ast.expr:
         argument.value = replaced
         return argument
     return replaced
+
+
+def _limits_first(node: ast.stmt) -> list[ast.stmt]:
+    """``return`` (``break``, ``continue``) out of a finally: a limit in flight goes on."""
+    check = ast.Expr(_call("_reraise_limits_"))
+    copy_locations(check, node)
+    ast.fix_missing_locations(check)
+    return [check, node]
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
