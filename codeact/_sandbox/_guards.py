@@ -128,12 +128,50 @@ class Guards:
         elif name in GUARDED_DUNDERS:
             return self._dunder(obj, name, default)
         elif type(obj) is super and _super_of_script(obj):
-            if name in SCRIPT_DUNDERS or is_private_name(name):
+            if is_private_name(name):
                 return getattr(obj, name)
+            if name in SCRIPT_DUNDERS:  # super().__init__(): found past the class it names
+                mro = obj.__self_class__.__mro__  # type: ignore[attr-defined]
+                after = mro[mro.index(obj.__thisclass__) + 1 :]  # type: ignore[attr-defined]
+                return self._dunder_found(obj, name, after, default)
+        elif name in SCRIPT_DUNDERS:
+            return self._dunder_method(obj, name, default)
         elif is_private_name(name) and is_writable(obj) and type(obj) not in _PLAIN:
             # _private names only on the script's own objects (a facade's are its internals)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         raise SecurityViolation(f"access to the private attribute {name!r} is not allowed")
+
+    def _dunder_method(self, obj: Any, name: str, default: Any) -> Any:
+        """``x.__eq__``, ``it.__next__``, ``Base.__init__``: the script's own methods, and a
+        host's where they only do what an operator or a builtin already does to ``x``."""
+        host_class = isinstance(obj, type) and not issubclass(obj, type)
+        # host objects, stand-ins, facades: as ever; a host class's unbound method (it
+        # changes only what the script may write: see _changing)
+        if readable_names(obj) is not None and not host_class:
+            what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+            raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
+        return self._dunder_found(
+            obj, name, (obj if isinstance(obj, type) else type(obj)).__mro__, default
+        )
+
+    def _dunder_found(self, obj: Any, name: str, mro: tuple[type, ...], default: Any) -> Any:
+        """The dunder ``name`` of ``obj``, found in ``mro`` as CPython finds it, if the class
+        that defines it is the script's, or the method is one a script may hold."""
+        defining = next((k for k in mro if name in vars(k)), None)
+        if defining is None:
+            if default is not _MISSING:
+                return default
+            raise AttributeError(f"{mro[0].__name__!r} object has no attribute {name!r}")
+        value = getattr(obj, name)
+        if defining in SCRIPT_CLASSES or name in INERT_DUNDERS:
+            return value
+        bound = not isinstance(obj, type)
+        if name in CHANGING_DUNDERS:  # on what the script may change, nothing else
+            if bound:
+                self.write(obj.__self__ if type(obj) is super else obj)  # type: ignore[attr-defined]
+            return Builtin(_changing(self, value, name, bound=bound), name)
+        # a host's __mul__, __format__, __getattr__...: it would skip a size or name guard
+        raise SecurityViolation(f"the attribute {name!r} of {mro[0].__name__} is not accessible")
 
     def _dunder(self, obj: Any, name: str, default: Any) -> Any:
         """The dunders whose values the object model can vouch for, each on its own terms."""
@@ -185,13 +223,7 @@ class Guards:
         raise SecurityViolation(f"{kind} objects cannot be modified from scripts")
 
     def setattr(self, obj: Any, name: str, value: Any) -> None:
-        private = type(name) is str and is_private_name(name)
-        if (
-            type(name) is not str
-            or (name[:1] == "_" and not private)
-            or name in FORBIDDEN_ATTRIBUTES
-        ):
-            raise SecurityViolation(f"setting the attribute {name!r} is not allowed")
+        check_settable(name)
         setattr(self.write(obj), name, value)
 
     def delattr(self, obj: Any, name: str) -> None:
@@ -878,6 +910,53 @@ def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iter
     make.__name__ = getattr(factory, "__name__", "iterator")
     make.__doc__ = getattr(factory, "__doc__", None)
     return make
+
+
+def check_settable(name: Any) -> None:
+    """Names a script may set: public ones and its own private ones, never a dunder."""
+    private = type(name) is str and is_private_name(name)
+    if type(name) is not str or (name[:1] == "_" and not private) or name in FORBIDDEN_ATTRIBUTES:
+        raise SecurityViolation(f"setting the attribute {name!r} is not allowed")
+
+
+# Dunder methods read on objects whose public names a script may read: each does what an
+# operator or a builtin already does to them, unguarded. Absent on purpose: the size-guarded
+# operators (__mul__, __pow__, __lshift__, __mod__, __floordiv__, __divmod__, __format__),
+# __getattr__ and __call__ (a host's own machinery), and every in-place operator.
+INERT_DUNDERS = frozenset(
+    {
+        *(f"__{op}__" for op in ("eq", "ne", "lt", "le", "gt", "ge", "hash", "bool")),
+        *(f"__{op}__" for op in ("len", "length_hint", "contains", "getitem", "iter", "next")),
+        *(f"__{op}__" for op in ("reversed", "str", "repr", "neg", "pos", "abs", "invert")),
+        *(f"__{op}__" for op in ("index", "int", "float", "complex", "trunc", "floor", "ceil")),
+        *(f"__{op}__" for op in ("add", "sub", "truediv", "and", "or", "xor")),
+        *(f"__r{op}__" for op in ("add", "sub", "truediv", "and", "or", "xor")),
+        "__enter__",
+        "__exit__",
+        "__init_subclass__",  # object's does nothing: super().__init_subclass__(**kw)
+    }
+)
+# ... and those that change their receiver: only what the script may change (``_write_``).
+CHANGING_DUNDERS = frozenset(
+    {"__init__", "__setitem__", "__delitem__", "__setattr__", "__delattr__", "__post_init__"}
+)
+
+
+def _changing(guards: Guards, method: Any, name: str, *, bound: bool) -> Callable[..., Any]:
+    """A host's changing dunder as a script may call it: the object it changes must be one
+    the script may write (``object.__setattr__(self, ...)`` in a frozen dataclass), and a
+    name it sets one the script may set."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not bound:  # Exception.__init__(self, ...): the receiver comes first
+            if not args:
+                raise TypeError(f"{name}() needs the object it acts on")
+            guards.write(args[0])
+        if name in ("__setattr__", "__delattr__"):
+            check_settable(args[0 if bound else 1] if len(args) > (0 if bound else 1) else None)
+        return method(*args, **kwargs)
+
+    return call
 
 
 def reraise_limits() -> None:

@@ -57,6 +57,12 @@ GUARDED_DUNDERS = frozenset(
 # Dunder names a class body may assign: data the interpreter reads, never code.
 CLASS_DATA_DUNDERS = frozenset({"__slots__", "__match_args__"})
 
+# Dunder variables a script may bind: a module's metadata, plain data no machinery reads
+# (never ``__builtins__``, ``__metaclass__`` or a name the import system consults).
+SCRIPT_DUNDER_NAMES = frozenset(
+    {"__all__", "__version__", "__author__", "__license__", "__copyright__", "__email__"}
+)
+
 # Operators a script class may implement, in their plain, reflected and in-place forms.
 _OPERATORS = [
     "add",
@@ -203,7 +209,11 @@ class CodeActPolicy(RestrictingNodeTransformer):
             return
         if name in CLASS_DATA_DUNDERS and self._class_depth and node.col_offset != 0:
             return
-        if name is not None and is_private_name(name):
+        if name is not None and (is_private_name(name) or name in SCRIPT_DUNDER_NAMES):
+            return
+        if name is not None and len(name) > 2 and name[0] == name[-1] == "_" and name[1] != "_":
+            # _getattr_, _print_, _write_: a script rebinding one would replace its guard
+            self.error(node, f'"{name}" is reserved: names like _name_ belong to the runtime.')
             return
         super().check_name(node, name, allow_magic_methods=allow_magic_methods)
 
@@ -224,14 +234,16 @@ class CodeActPolicy(RestrictingNodeTransformer):
         if node.attr in FORBIDDEN_ATTRIBUTES:
             self.error(node, f'"{node.attr}" is a restricted attribute.')
         readable_dunder = (
-            node.attr in READABLE_DUNDERS or node.attr in GUARDED_DUNDERS
+            node.attr in READABLE_DUNDERS
+            or node.attr in GUARDED_DUNDERS
+            or node.attr in SCRIPT_DUNDERS  # x.__eq__, Base.__init__: the guard decides
         ) and isinstance(node.ctx, ast.Load)
         if is_private_name(node.attr) or readable_dunder:
             # A script's own _private attributes, and __name__-like strings: the guard
             # decides at run time (private names only on the script's own objects).
             node = self.node_contents_visit(node)
             if isinstance(node.ctx, ast.Load):
-                call = _call("_getattr_", node.value, ast.Constant(node.attr))
+                call = _call("_getattr_", node.value, ast.Constant(self._mangled(node.attr)))
                 copy_locations(call, node)
                 return call
             node.value = _call("_write_", node.value)
@@ -245,18 +257,15 @@ class CodeActPolicy(RestrictingNodeTransformer):
             and not node.attr.endswith("__roles__")
         ):
             return _guarded_read(self.node_contents_visit(node))
-        if node.attr in SCRIPT_DUNDERS and _is_super_call(node.value):
-            # super().__init__(...) and friends: read through the guard, which checks
-            # that the super object belongs to a script class.
-            value = self.visit(node.value)
-            call = ast.Call(
-                func=ast.Name("_getattr_", ast.Load()),
-                args=[value, ast.Constant(node.attr)],
-                keywords=[],
-            )
-            copy_locations(call, node)
-            return call
         return super().visit_Attribute(node)
+
+    def _mangled(self, name: str) -> str:
+        """``self.__x`` in class C reads ``_C__x``, as CPython compiles it: the name the
+        guard is given must be the one the (mangled) store wrote."""
+        if not (self._class_names and name.startswith("__") and not name.endswith("__")):
+            return name
+        owner = self._class_names[-1].lstrip("_")
+        return f"_{owner}{name}" if owner else name
 
     def visit_Call(self, node: ast.Call) -> Any:
         func = node.func
@@ -342,7 +351,9 @@ class CodeActPolicy(RestrictingNodeTransformer):
             )
         else:
             assert isinstance(target, ast.Attribute)
-            current = _call("_getattr_", ast.Name(holder, ast.Load()), ast.Constant(target.attr))
+            current = _call(
+                "_getattr_", ast.Name(holder, ast.Load()), ast.Constant(self._mangled(target.attr))
+            )
             store = ast.Attribute(
                 _call("_write_", ast.Name(holder, ast.Load())), target.attr, ast.Store()
             )
@@ -416,13 +427,17 @@ class CodeActPolicy(RestrictingNodeTransformer):
         return self._scope(node, super().visit_Lambda)
 
     _class_depth = 0
+    _class_names: tuple[str, ...] = ()  # the enclosing classes, innermost last (mangling)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:
         self._class_depth += 1
+        outer_names = self._class_names
+        self._class_names = (*outer_names, node.name)
         try:
             return self._scope(node, super().visit_ClassDef)
         finally:
             self._class_depth -= 1
+            self._class_names = outer_names
 
     # async ----------------------------------------------------------------------------
 
@@ -454,6 +469,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
 
     def visit_Return(self, node: ast.Return) -> Any:
         visited = super().visit_Return(node)
+        assert isinstance(visited, ast.Return)
         return _limits_first(visited) if self._finally_depth else visited
 
     def visit_Break(self, node: ast.Break) -> Any:
@@ -681,11 +697,12 @@ def _call(name: str, *args: ast.expr) -> ast.Call:
 
 
 def is_private_name(name: str) -> bool:
-    """``_name``: a script's own private name, never a dunder, a guard or a temporary."""
+    """``_name`` or ``__name``: a script's own private name, never a dunder, a guard's name
+    (guards end in ``_``) or a temporary."""
     return (
         len(name) > 1
         and name[0] == "_"
-        and name[1] != "_"
+        and name.strip("_") != ""
         and not name.endswith("_")
         and not (name.startswith("_tmp") and name[4:].isdigit())
     )
@@ -815,16 +832,6 @@ def _contains_product(node: ast.expr) -> bool:
     )
 
 
-def _is_super_call(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "super"
-        and not node.args
-        and not node.keywords
-    )
-
-
 __all__ = [
     "ASYNC_TAKERS",
     "CALLBACK_METHODS",
@@ -834,6 +841,7 @@ __all__ = [
     "READABLE_DUNDERS",
     "RESULT_NAME",
     "SCRIPT_DUNDERS",
+    "SCRIPT_DUNDER_NAMES",
     "CodeActPolicy",
     "is_private_name",
 ]

@@ -341,7 +341,36 @@ HOST_WRITES = {
     "dataclass-on-a-host-class": "import dataclasses, textwrap\ndataclasses.dataclass(textwrap.TextWrapper)",
     "wraps-onto-a-host-function": "import functools, json\nfunctools.wraps(len)(json.dumps)",
     "formatter-over-a-fake-guard": "import string\ntype(string.Formatter())(1)",
+    # a host's changing dunder, read unbound: the object it changes must be the script's
+    "unbound-setattr-on-a-host-class": "import textwrap\nobject.__setattr__(textwrap.TextWrapper, 'width', 1)",
+    "unbound-init-on-a-host-object": "import textwrap\nobject.__init__(textwrap.TextWrapper)\ndict.__init__(textwrap.TextWrapper.unicode_whitespace_trans, {})",
+    "unbound-setitem-on-a-host-table": "import textwrap\ndict.__setitem__(textwrap.TextWrapper.unicode_whitespace_trans, 10, 'X')",
 }
+
+# Dunder methods a script may read do only what an operator or a builtin does unguarded:
+# a host's size-guarded operator, name-reading hook or setattr of a dunder stays shut.
+DUNDER_ATTACKS = {
+    "str-mul-method": "'a'.__mul__(10**10)",
+    "list-subclass-mul": "class L(list):\n    pass\nL([1]).__mul__(10**9)",
+    "int-pow-method": "(10).__pow__(10**8)",
+    "format-method": "'x'.__format__('>999999999')",
+    "percent-method": "'%0999999999d'.__mod__(1)",
+    "host-getattr-hook": "import math\nmath.__getattr__('pi')",
+    "stand-in-init": "t = type(range)\nt.__init__(t)",
+    "tool-call-dunder": "add.__call__(1, 2)",
+    "setattr-a-dunder": "class A:\n    pass\na = A()\nobject.__setattr__(a, '__class__', type(1))",
+    "bound-setattr-a-dunder": "class A:\n    pass\nA().__setattr__('__dict__', {})",
+    "super-mul": "class S(str):\n    def f(self):\n        return super().__mul__(10**10)\nS('a').f()",
+    "super-format": "class S(str):\n    def f(self):\n        return super().__format__('>999999999')\nS('a').f()",
+}
+
+
+@pytest.mark.parametrize("script", DUNDER_ATTACKS.values(), ids=DUNDER_ATTACKS.keys())
+def test_dunder_methods_never_skip_a_guard(run: Run, script: str) -> None:
+    outcome = run(script)
+    assert outcome.error is not None, f"the attack ran: {outcome.value!r}"
+    assert outcome.error.code in ("CODE_SECURITY_VIOLATION", "CODE_RESOURCE_LIMIT"), outcome.error
+    assert "exceeded its" not in outcome.error.message  # refused, not stopped after the fact
 
 
 @pytest.mark.parametrize("script", HOST_WRITES.values(), ids=HOST_WRITES.keys())
