@@ -251,10 +251,15 @@ class InProcessExecutor:
     """
 
     def __init__(
-        self, *, limits: Limits | None = None, modules: frozenset[str] | None = None
+        self,
+        *,
+        limits: Limits | None = None,
+        modules: frozenset[str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.modules = modules
+        self.environ = dict(environ or {})  # what os.environ shows scripts
         self._sandboxes: dict[str, Sandbox] = {}
         self._last_used: dict[str, float] = {}
         self.idle_seconds = IDLE_SECONDS
@@ -270,7 +275,9 @@ class InProcessExecutor:
         if found is None:
             from ._sandbox._interpreter import Sandbox  # loaded by the first in-process run
 
-            found = self._sandboxes[session] = Sandbox(limits=self.limits, modules=self.modules)
+            found = self._sandboxes[session] = Sandbox(
+                limits=self.limits, modules=self.modules, environ=self.environ
+            )
         return found
 
     async def run(

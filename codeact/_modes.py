@@ -81,6 +81,7 @@ class Runtime:
         lazy: str = "names",
         durable: Durable | None = None,
         plans: PlanPolicy | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
 
@@ -101,11 +102,14 @@ class Runtime:
         self.plans = plans
         if executor is None:
             from ._process import ProcessExecutor  # loaded only by those who run workers
+        elif environ is not None:
+            raise UsageError("give environ to the executor you made: the runtime makes none")
 
         self.executor: Executor = executor or ProcessExecutor(
             limits=self.limits,
             modules=self.modules,
             hash_seed=None if durable is None else durable.hash_seed,
+            environ=environ,
         )
         seed = getattr(self.executor, "hash_seed", durable.hash_seed if durable else None)
         if durable is not None and seed != durable.hash_seed:

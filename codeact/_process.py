@@ -110,6 +110,8 @@ class WorkerOptions:
     prefix: tuple[str, ...] = ()
     module: str = "codeact._worker"
     hash_seed: int | None = None
+    # what os.environ and os.getenv show scripts (the worker's own environment never is)
+    script_environ: tuple[tuple[str, str], ...] = ()
 
     @property
     def environment(self) -> dict[str, str]:
@@ -181,6 +183,7 @@ class Worker:
                     "op": "init",
                     "limits": asdict(limits),
                     "modules": sorted(modules),
+                    "environ": dict(options.script_environ),
                     "confinement": options.confinement,
                     "user": options.user,
                     "workdir": workdir,
@@ -738,6 +741,7 @@ class ProcessExecutor:
         template: bool = True,
         max_sessions: int = MAX_SESSIONS,
         hash_seed: int | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
 
@@ -758,6 +762,7 @@ class ProcessExecutor:
             user=worker_user,
             prefix=tuple(worker_prefix),
             hash_seed=hash_seed,
+            script_environ=tuple((str(k), str(v)) for k, v in (environ or {}).items()),
         )
         self._spare: list[Worker] = []
         self._sessions: dict[str, Worker] = {}

@@ -7,7 +7,7 @@ Tool calls go to the host as messages; the worker never holds a tool, its
 configuration or a secret. Protocol (one JSON object per line):
 
     host -> worker   {"op": "init", "limits": {...}, "modules": [...], "confinement": "...",
-                      "user": 65534 | null, "workdir": "..."}
+                      "user": 65534 | null, "workdir": "...", "environ": {name: value}}
                      {"op": "run", "run": N, "source": "...", "tools": {"name": ["param", ...]},
                       "tape": {"replay": [[kind, value], ...], "fresh": bool}}  (tape: durable)
                      {"op": "result", "ok": true, "value": ...} | {"ok": false, "code", "message"}
@@ -177,7 +177,9 @@ def _virtual_memory() -> int:
 def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
     init = channel.receive()
     limits = Limits(**init["limits"])
-    sandbox = Sandbox(limits=limits, modules=frozenset(init["modules"]))
+    sandbox = Sandbox(
+        limits=limits, modules=frozenset(init["modules"]), environ=init.get("environ") or {}
+    )
     report = _confine(init)
     apply_os_limits(limits, processes="seccomp" not in report.active)
     if init.get("confinement") == "require" and any(k in report.missing for k in REQUIRED_LAYERS):

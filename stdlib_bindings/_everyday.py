@@ -370,6 +370,24 @@ def _script_context(source: decimal.Context) -> Context:
     )
 
 
+def getcontext() -> Context:
+    """``decimal.getcontext``: the run's own context, made from the current one on first use
+    (the current one may be the host's: a script setting ``prec`` must not change it)."""
+    current = decimal.getcontext()
+    if type(current) is Context:
+        return current
+    own = _script_context(current)
+    decimal.setcontext(own)
+    return own
+
+
+def setcontext(context: Context) -> None:
+    """``decimal.setcontext``, for contexts a script made (whose precision is bounded)."""
+    if type(context) is not Context:
+        raise TypeError("argument must be a context")
+    decimal.setcontext(context)
+
+
 class localcontext:
     """``decimal.localcontext``: a script context for the block, the old one restored after."""
 
@@ -666,4 +684,11 @@ def _register() -> None:
 
 _register()
 
-__all__ = ["Context", "localcontext", "session_everyday_facades", "static_everyday_facades"]
+__all__ = [
+    "Context",
+    "getcontext",
+    "localcontext",
+    "session_everyday_facades",
+    "setcontext",
+    "static_everyday_facades",
+]

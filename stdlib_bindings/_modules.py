@@ -35,7 +35,7 @@ import textwrap
 import types
 import unicodedata
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import regex
@@ -67,10 +67,18 @@ from codeact._sandbox._ownership import (
 from . import _copy as script_copy
 from . import _recorded as recorded
 from ._asyncio import asyncio_facade
-from ._everyday import Context, localcontext, session_everyday_facades, static_everyday_facades
+from ._everyday import (
+    Context,
+    getcontext,
+    localcontext,
+    session_everyday_facades,
+    setcontext,
+    static_everyday_facades,
+)
 from ._facade import Facade, pick
 from ._names import DEFAULT_MODULES
 from ._regex import re_members
+from ._system import STATIC_SYSTEM_FACADES, session_system_facades
 from ._typing import typing_members
 
 MAX_FACTORIAL = 20_000
@@ -191,6 +199,18 @@ def _prod(iterable: Any, *, start: Any = 1) -> Any:
     return total
 
 
+# The digests scripts may make: fixed-length ones (an extendable-output shake would make
+# a digest as long as it is asked for, in one C call).
+HASHES = "md5 sha1 sha224 sha256 sha384 sha512 sha3_224 sha3_256 sha3_384 sha3_512 blake2b blake2s"
+
+
+def _hash_new(name: str, data: bytes = b"", **options: Any) -> Any:
+    """``hashlib.new``, for the algorithms the facade offers by name."""
+    if type(name) is not str or name.lower() not in HASHES.split():
+        raise ValueError(f"unsupported hash type {name}")
+    return getattr(hashlib, name.lower())(data, **options)
+
+
 MAX_JSON_INDENT = 1_000
 NORMALIZE_GROWTH = 18  # the most one character expands under NFKD (U+FDFA)
 
@@ -239,6 +259,7 @@ def _static_facades() -> dict[str, Facade]:
     collections_abc = everyday["collections.abc"]
     return {
         **everyday,
+        **STATIC_SYSTEM_FACADES,
         "json": Facade(
             "json",
             {**pick(json, "JSONDecodeError"), "loads": _json_loads, "dumps": _json_dumps},
@@ -346,9 +367,12 @@ def _static_facades() -> dict[str, Facade]:
                     "Decimal InvalidOperation DivisionByZero DecimalException ROUND_HALF_UP "
                     "ROUND_HALF_EVEN ROUND_HALF_DOWN ROUND_UP ROUND_DOWN ROUND_CEILING "
                     "ROUND_FLOOR ROUND_05UP Inexact Rounded Overflow Underflow Subnormal "
-                    "Clamped FloatOperation",
+                    "Clamped FloatOperation DivisionUndefined DivisionImpossible "
+                    "InvalidContext ConversionSyntax MAX_PREC MAX_EMAX MIN_EMIN MIN_ETINY",
                 ),
                 "localcontext": localcontext,
+                "getcontext": getcontext,
+                "setcontext": setcontext,
                 "Context": Context,
             },
         ),
@@ -388,11 +412,12 @@ def _static_facades() -> dict[str, Facade]:
         ),
         "hashlib": Facade(
             "hashlib",
-            pick(
-                hashlib,
-                "md5 sha1 sha224 sha256 sha384 sha512 sha3_224 sha3_256 sha3_384 sha3_512 "
-                "blake2b blake2s",
-            ),
+            {
+                **pick(hashlib, HASHES),
+                "new": _hash_new,
+                "algorithms_guaranteed": frozenset(HASHES.split()),
+                "algorithms_available": frozenset(HASHES.split()),
+            },
         ),
         "uuid": Facade(
             "uuid",
@@ -423,7 +448,11 @@ def _static_facades() -> dict[str, Facade]:
         "dataclasses": Facade(
             "dataclasses",
             {
-                **pick(dataclasses, "field asdict astuple replace fields FrozenInstanceError"),
+                **pick(
+                    dataclasses,
+                    "field asdict astuple replace fields is_dataclass FrozenInstanceError "
+                    "MISSING KW_ONLY",
+                ),
                 "dataclass": _dataclass,
             },
         ),
@@ -512,13 +541,19 @@ STATIC_FACADES = _static_facades()
 _register_readable_types()
 
 # The facades built per session (random's state, the script's own print and loop).
-SESSION_MODULES = frozenset({"re", "random", "string", "operator", "zlib", "pprint", "asyncio"})
+SESSION_MODULES = frozenset(
+    {"re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"}
+)
 if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
     raise ImportError("stdlib_bindings._names.DEFAULT_MODULES and the facades disagree")
 
 
-def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Facade]:
-    """All facades for one sandbox: the shared ones plus those with per-session state."""
+def session_facades(
+    guards: Guards, *, seed: int | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Facade]:
+    """All facades for one sandbox: the shared ones plus those with per-session state.
+
+    ``environ`` is what ``os.environ`` and ``os.getenv`` show: nothing unless given."""
     own_random = ScriptRandom(seed)
     facades = dict(STATIC_FACADES)
     facades["random"] = Facade(
@@ -569,6 +604,7 @@ def session_facades(guards: Guards, *, seed: int | None = None) -> dict[str, Fac
     facades["re"] = Facade("re", re_members(guards))
     facades.update(session_everyday_facades(guards))
     facades["asyncio"] = asyncio_facade(guards)
+    facades.update(session_system_facades(guards, environ or {}))
     guards.shown[Facade] = guards.opaque_type(Facade, "module")  # names it, builds nothing
     return facades
 

@@ -123,12 +123,14 @@ class Sandbox:
         limits: Limits | None = None,
         modules: frozenset[str] | None = None,
         seed: int | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
 
         self.limits = limits or Limits()
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
         self._seed = seed
+        self.environ = dict(environ or {})  # what os.environ shows scripts: nothing by default
         self.memory_baseline: int | None = None
         # The garbage generation teardown collects, watched: all of it in a worker (its
         # heap is the session's), the young ones in a host (a full pass costs the host).
@@ -156,7 +158,9 @@ class Sandbox:
 
         self._facades = {
             name: facade
-            for name, facade in session_facades(self.guards, seed=self._seed).items()
+            for name, facade in session_facades(
+                self.guards, seed=self._seed, environ=self.environ
+            ).items()
             if name in self.modules
         }
         self._builtins = safe_builtins(self.guards, self._import)

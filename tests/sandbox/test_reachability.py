@@ -103,6 +103,7 @@ NOT_VALUES = frozenset({"super", "__build_class__", "__import__"})
 SEED_SCRIPT = """
 import collections, dataclasses, datetime, decimal, enum, fractions, functools, itertools
 import json, math, random, re, statistics, string, textwrap, typing, uuid, difflib, copy
+import hashlib
 class Box:
     def __init__(self):
         self.items = [1]
@@ -175,6 +176,16 @@ seeds += [
 ]
 pending_coroutine.close()
 left = agen()
+import sys, os, os.path, pathlib, gc
+try:
+    1 / 0
+except ZeroDivisionError:
+    info = sys.exc_info()
+seeds += [
+    sys.stdout, sys.version_info, sys.float_info, sys.implementation, info, os.environ,
+    pathlib.Path('a/b.txt'), pathlib.PureWindowsPath('c:/x'), pathlib.Path('a/b').parents,
+    pathlib.PurePath('x'), decimal.getcontext(), hashlib.new('sha256'),
+]
 """
 
 
