@@ -33,10 +33,6 @@ class Facade:
         # read-only: a static facade is every in-process session's, so no one may swap a member
         object.__setattr__(self, "_members", types.MappingProxyType(dict(members)))
 
-    @property
-    def __name__(self) -> str:  # what ``from m import missing`` names in its error
-        return str(self._name)
-
     def __getattr__(self, key: str) -> Any:
         try:
             return self._members[key]

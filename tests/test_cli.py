@@ -64,7 +64,7 @@ def test_run_json_gives_the_whole_result(tmp_path: Path) -> None:
 
 
 def test_an_error_result_exits_one_with_the_code(tmp_path: Path) -> None:
-    done = codeact("run", "-", "--json", stdin="import os\n")
+    done = codeact("run", "-", "--json", stdin="import subprocess\n")
     assert done.returncode == 1
     assert json.loads(done.stdout)["error"]["code"] == "CODE_SECURITY_VIOLATION"
 

@@ -124,7 +124,7 @@ async def test_an_official_client_uses_our_code_mode_server_end_to_end() -> None
             assert texts == ["Output:\ndoubling\nResult: 42"]  # what a model reads, once
             with pytest.raises(MCPError, match="Unknown tool: double"):  # not advertised
                 await client.call_tool("double", {"x": 1})
-            failed = await client.call_tool("run_code", {"code": "import os"})
+            failed = await client.call_tool("run_code", {"code": "import subprocess"})
             assert failed.is_error
             assert "CODE_SECURITY_VIOLATION" in json.dumps([c.model_dump() for c in failed.content])
 

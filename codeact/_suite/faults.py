@@ -68,7 +68,7 @@ FAULTS = (
     Fault(
         name="forbidden import",
         native=None,
-        script="import os\nos.getcwd()",
+        script="import subprocess\nsubprocess.run(['true'])",
         native_code=None,
         code_code="CODE_SECURITY_VIOLATION",
     ),

@@ -132,7 +132,9 @@ def test_a_code_agent_runs_its_steps_in_codeact_workers_with_one_argument() -> N
 
 
 def test_a_code_agent_script_cannot_reach_the_host_and_the_model_reads_why() -> None:
-    model = ScriptedModel([code("import os\nos.system('true')"), code("final_answer('gave up')")])
+    model = ScriptedModel(
+        [code("import subprocess\nsubprocess.run(['true'])"), code("final_answer('gave up')")]
+    )
     agent = CodeAgent(tools=[add], model=model, executor=smolagents.CodeactExecutor(), max_steps=3)
     try:
         assert agent.run("escape") == "gave up"

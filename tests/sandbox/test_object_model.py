@@ -524,6 +524,7 @@ REVIEWED_C_MEMBERS = {
     "datetime": "date datetime time timedelta timezone tzinfo",
     "decimal": "Decimal",
     "hashlib": "md5 sha1 sha224 sha256 sha384 sha3_224 sha3_256 sha3_384 sha3_512 sha512",
+    "gc": "get_count get_threshold",  # three ints each
     "heapq": "heapify heappop heappush heappushpop heapreplace",
     "keyword": "iskeyword issoftkeyword",
     "math": "acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh degrees dist erf "
@@ -535,6 +536,7 @@ REVIEWED_C_MEMBERS = {
     "random": "random",
     "re": "Match Pattern",  # for isinstance only: neither can be made by calling it
     "secrets": "compare_digest",
+    "sys": "getsizeof",  # __sizeof__ of the object: a script class cannot define it
     "time": "asctime ctime gmtime localtime mktime monotonic monotonic_ns perf_counter "
     "perf_counter_ns time time_ns",
     "types": "NoneType SimpleNamespace",
