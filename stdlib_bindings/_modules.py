@@ -202,11 +202,12 @@ def _prod(iterable: Any, *, start: Any = 1) -> Any:
 # The digests scripts may make: fixed-length ones (an extendable-output shake would make
 # a digest as long as it is asked for, in one C call).
 HASHES = "md5 sha1 sha224 sha256 sha384 sha512 sha3_224 sha3_256 sha3_384 sha3_512 blake2b blake2s"
+_HASH_NAMES = frozenset(HASHES.split())
 
 
 def _hash_new(name: str, data: bytes = b"", **options: Any) -> Any:
     """``hashlib.new``, for the algorithms the facade offers by name."""
-    if type(name) is not str or name.lower() not in HASHES.split():
+    if type(name) is not str or name.lower() not in _HASH_NAMES:
         raise ValueError(f"unsupported hash type {name}")
     return getattr(hashlib, name.lower())(data, **options)
 
@@ -415,8 +416,8 @@ def _static_facades() -> dict[str, Facade]:
             {
                 **pick(hashlib, HASHES),
                 "new": _hash_new,
-                "algorithms_guaranteed": frozenset(HASHES.split()),
-                "algorithms_available": frozenset(HASHES.split()),
+                "algorithms_guaranteed": _HASH_NAMES,
+                "algorithms_available": _HASH_NAMES,
             },
         ),
         "uuid": Facade(

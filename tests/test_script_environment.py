@@ -20,6 +20,7 @@ from codeact import (
     Runtime,
     ToolCall,
     ToolExecutionFailure,
+    ToolExecutionResult,
     ToolExecutionSuccess,
     ToolRegistry,
     UsageError,
@@ -48,10 +49,20 @@ def registry() -> ToolRegistry:
     return made
 
 
+async def attempt(runtime: Runtime, code: str) -> ToolExecutionResult:
+    return await runtime.execute(ToolCall("c", "run_code", {"code": code}), mode="code")
+
+
 async def run(runtime: Runtime, code: str) -> Any:
-    result = await runtime.execute(ToolCall("c", "run_code", {"code": code}), mode="code")
+    result = await attempt(runtime, code)
     assert isinstance(result, ToolExecutionSuccess), result.text
     return result.value
+
+
+async def run_alone(kind: str, code: str) -> Any:
+    """One script on a runtime of its own."""
+    async with Runtime(registry(), mode="code", executor=EXECUTORS[kind]()) as runtime:
+        return await run(runtime, code)
 
 
 @pytest.fixture(params=sorted(EXECUTORS))
@@ -69,10 +80,7 @@ async def test_scripts_read_the_environment_the_host_gave_and_no_other(kind: str
                 "(os.getenv('REGION'), os.environ['MODE'], dict(os.environ), "
                 "os.getenv('CODEACT_HOST_ONLY_SECRET', 'absent'), os.getenv('PATH'))",
             )
-            refused = await runtime.execute(
-                ToolCall("w", "run_code", {"code": "import os\nos.environ['MODE'] = 'prod'"}),
-                mode="code",
-            )
+            refused = await attempt(runtime, "import os\nos.environ['MODE'] = 'prod'")
             after = await run(runtime, "import os\nos.environ['MODE']")
     finally:
         del os.environ["CODEACT_HOST_ONLY_SECRET"]
@@ -91,24 +99,22 @@ async def test_a_runtime_shows_its_environment_to_the_workers_it_makes() -> None
 
 async def test_what_a_script_sets_in_sys_and_gc_stays_in_its_session(kind: str) -> None:
     host_limit = sys.getrecursionlimit()
-    async with Runtime(registry(), mode="code", executor=EXECUTORS[kind]()) as runtime:
-        value = await run(
-            runtime,
-            "import sys, gc\nsys.setrecursionlimit(50)\ngc.disable()\n"
-            "(sys.getrecursionlimit(), gc.isenabled())",
-        )
+    value = await run_alone(
+        kind,
+        "import sys, gc\nsys.setrecursionlimit(50)\ngc.disable()\n"
+        "(sys.getrecursionlimit(), gc.isenabled())",
+    )
     assert value["result"] == (50, True)
     assert sys.getrecursionlimit() == host_limit
     assert gc.isenabled()
 
 
 async def test_sys_stdout_and_stderr_write_where_print_goes(kind: str) -> None:
-    async with Runtime(registry(), mode="code", executor=EXECUTORS[kind]()) as runtime:
-        value = await run(
-            runtime,
-            "import sys\nprint('one')\nsys.stdout.write('two ')\n"
-            "print('three', file=sys.stderr)\nsys.stdout.writelines(['4', '\\n'])",
-        )
+    value = await run_alone(
+        kind,
+        "import sys\nprint('one')\nsys.stdout.write('two ')\n"
+        "print('three', file=sys.stderr)\nsys.stdout.writelines(['4', '\\n'])",
+    )
     assert value["output"] == "one\ntwo three\n4\n"
 
 
@@ -131,27 +137,23 @@ NOT_THERE = {
 @pytest.mark.parametrize("script", NOT_THERE.values(), ids=NOT_THERE.keys())
 async def test_the_process_behind_the_facades_is_out_of_reach(kind: str, script: str) -> None:
     async with Runtime(registry(), mode="code", executor=EXECUTORS[kind]()) as runtime:
-        result = await runtime.execute(ToolCall("c", "run_code", {"code": script}), mode="code")
+        result = await attempt(runtime, script)
     assert isinstance(result, ToolExecutionFailure), result.text
     assert result.error.code in ("CODE_RUNTIME_ERROR", "CODE_SECURITY_VIOLATION"), result.text
 
 
 async def test_exc_info_never_hands_a_traceback_to_a_script(kind: str) -> None:
-    async with Runtime(registry(), mode="code", executor=EXECUTORS[kind]()) as runtime:
-        value = await run(
-            runtime,
-            "import sys\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    info = sys.exc_info()\n"
-            "(info[0].__name__, str(info[1]), info[2])",
-        )
+    value = await run_alone(
+        kind,
+        "import sys\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    info = sys.exc_info()\n"
+        "(info[0].__name__, str(info[1]), info[2])",
+    )
     assert value["result"] == ("ZeroDivisionError", "division by zero", None)
 
 
 async def test_sys_exit_ends_the_script_with_its_status(kind: str) -> None:
     async with Runtime(registry(), mode="code", executor=EXECUTORS[kind]()) as runtime:
-        result = await runtime.execute(
-            ToolCall("c", "run_code", {"code": "import sys\nprint('bye')\nsys.exit(3)"}),
-            mode="code",
-        )
+        result = await attempt(runtime, "import sys\nprint('bye')\nsys.exit(3)")
         after = await run(runtime, "1 + 1")
     assert isinstance(result, ToolExecutionFailure)
     assert "SystemExit: 3" in result.text

@@ -953,7 +953,8 @@ def _changing(guards: Guards, method: Any, name: str, *, bound: bool) -> Callabl
                 raise TypeError(f"{name}() needs the object it acts on")
             guards.write(args[0])
         if name in ("__setattr__", "__delattr__"):
-            check_settable(args[0 if bound else 1] if len(args) > (0 if bound else 1) else None)
+            rest = args if bound else args[1:]  # (name, value) after the receiver
+            check_settable(rest[0] if rest else None)
         return method(*args, **kwargs)
 
     return call

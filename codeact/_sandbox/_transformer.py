@@ -207,7 +207,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
         # Methods (indented defs) may use the curated dunders; nothing else may.
         if allow_magic_methods and name in SCRIPT_DUNDERS and node.col_offset != 0:
             return
-        if name in CLASS_DATA_DUNDERS and self._class_depth and node.col_offset != 0:
+        if name in CLASS_DATA_DUNDERS and self._class_names and node.col_offset != 0:
             return
         if name is not None and (is_private_name(name) or name in SCRIPT_DUNDER_NAMES):
             return
@@ -426,17 +426,14 @@ class CodeActPolicy(RestrictingNodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> Any:
         return self._scope(node, super().visit_Lambda)
 
-    _class_depth = 0
     _class_names: tuple[str, ...] = ()  # the enclosing classes, innermost last (mangling)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:
-        self._class_depth += 1
         outer_names = self._class_names
         self._class_names = (*outer_names, node.name)
         try:
             return self._scope(node, super().visit_ClassDef)
         finally:
-            self._class_depth -= 1
             self._class_names = outer_names
 
     # async ----------------------------------------------------------------------------
@@ -472,13 +469,11 @@ class CodeActPolicy(RestrictingNodeTransformer):
         assert isinstance(visited, ast.Return)
         return _limits_first(visited) if self._finally_depth else visited
 
-    def visit_Break(self, node: ast.Break) -> Any:
+    def visit_Break(self, node: ast.Break | ast.Continue) -> Any:
         leaves = self._finally_depth and not self._loop_depth_in_finally
         return _limits_first(node) if leaves else node
 
-    def visit_Continue(self, node: ast.Continue) -> Any:
-        leaves = self._finally_depth and not self._loop_depth_in_finally
-        return _limits_first(node) if leaves else node
+    visit_Continue = visit_Break  # the same jump, the same check
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
         visited = super().visit_ExceptHandler(node)
