@@ -130,7 +130,10 @@ class WorkerPipe:
             message = self._take_line()
             if message is not None:
                 return message
-            chunk = spinner.read(self._read_fd, end)
+            try:
+                chunk = spinner.read(self._read_fd, end)
+            except OSError as error:  # as _read_some: the worker's end is gone, nothing else
+                raise PipeClosed(str(error)) from None
             if chunk is None:
                 return None
             self._add(chunk)

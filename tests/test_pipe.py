@@ -210,3 +210,20 @@ def test_a_worker_draining_a_little_at_a_time_does_not_outlast_the_deadline(
         stop.set()
         pipe.close()
         reader.join()
+
+
+def test_a_polled_read_that_fails_is_a_closed_channel_as_a_waited_one_is(
+    ends: tuple[WorkerPipe, int, int],
+) -> None:
+    from codeact._spin import Spinner
+
+    pipe, _, _ = ends
+    folder = os.open(".", os.O_RDONLY)  # read() on a directory fails (EISDIR), never EAGAIN
+    try:
+        os.dup2(folder, pipe.read_fd)
+    finally:
+        os.close(folder)
+    with pytest.raises(PipeClosed):
+        pipe.receive_soon(Spinner())
+    with pytest.raises(PipeClosed):
+        pipe.receive_by(None, spin=True)
