@@ -6,7 +6,7 @@ import time
 
 import anyio
 
-from codeact._suite.compare import planned_tasks, run_suite
+from codeact.comparison._suite import planned_tasks, run_suite
 
 from . import (
     advertisement,

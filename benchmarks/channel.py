@@ -2,13 +2,13 @@
 
 Run: ``python -m benchmarks.channel``. Each tool call from a script crosses the channel
 as one line the host must decode; the host then checks the line's run number, kind and
-shape (``codeact._worker_messages``) and, at the end, rebuilds the outcome from its own
+shape (``codeact.executors._worker_messages``) and, at the end, rebuilds the outcome from its own
 record. Ratios are to ``json.loads`` of the same line, measured in the same run; the
 round trip through a worker (``benchmarks.runtime``) is the figure a user gets.
 
 Then what a wait on a pipe costs: a call line sent to another process and echoed back,
 the two sides sleeping in ``select`` until their message comes (what a blocking read
-does), against each side polling its pipe for a moment first (``codeact._spin``).
+does), against each side polling its pipe for a moment first (``codeact.executors._spin``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import select
 import statistics
 import time
 
-from codeact._sandbox import Limits, ToolCallRecord
-from codeact._spin import READ_CHUNK, Spinner
-from codeact._worker_messages import asked_calls, checked, host_outcome
+from codeact.executors._spin import READ_CHUNK, Spinner
+from codeact.executors._worker_messages import asked_calls, checked, host_outcome
+from codeact.sandbox import Limits, ToolCallRecord
 
 from ._timing import header, per_call
 

@@ -12,8 +12,8 @@ import time
 import anyio
 
 from codeact import Limits
-from codeact._confine import Confinement
-from codeact._process import ProcessExecutor, Worker, WorkerOptions
+from codeact.executors._confine import Confinement
+from codeact.executors._process import ProcessExecutor, Worker, WorkerOptions
 
 from ._timing import header
 from .executor import CALLS, LIMITS, answer_at_once, median_per_item

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import anyio
 
 from codeact import ToolCall, ToolRegistry, tool
-from codeact._code_mode import RUN_CODE, run_code_tool
-from codeact._sandbox import Limits, Sandbox
+from codeact.code_mode._run_code import RUN_CODE, run_code_tool
+from codeact.sandbox import Limits, Sandbox
 
 from ._timing import header
 

@@ -35,7 +35,7 @@ from codeact import (
     ToolRegistry,
     tool,
 )
-from codeact._sandbox import Limits, Sandbox
+from codeact.sandbox import Limits, Sandbox
 
 from ._timing import header
 from .interpreter import LOOP, STRINGS, median_seconds

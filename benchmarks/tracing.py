@@ -25,7 +25,7 @@ from codeact import (
     configure_tracing,
     tool,
 )
-from codeact._tracing import tracer
+from codeact.contract._tracing import tracer
 
 from ._timing import header, per_call, per_call_async
 

@@ -9,29 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__ as __version__
+
 if TYPE_CHECKING:
-    from ._abort import AbortSignal
-    from ._call import ToolCall, parse_arguments
-    from ._code_mode import run_code_tool
-    from ._compare import Comparison, ComparisonTask, Interval, RunRecord, compare
-    from ._confine import ConfinementReport
-    from ._dispatch import report_progress
-    from ._durable import Durable, PendingCall, ReplayDiverged, idempotency_key
-    from ._events import (
-        DispatchEvent,
-        FinalAnswer,
-        ModelRetry,
-        ScriptOutput,
-        ToolCallFinished,
-        ToolCallStarted,
-        ToolProgress,
-    )
-    from ._exceptions import CodeActError, ErrorCode, ToolDefinitionError, ToolError, UsageError
-    from ._executors import Executor, InProcessExecutor
-    from ._http_models import AnthropicModel, OpenAIChatModel
-    from ._invocation import Invocation
-    from ._json import FrozenJson, JsonValue, thaw
-    from ._loop import (
+    from .agent._loop import (
         Agent,
         AgentEvent,
         Context,
@@ -40,19 +21,33 @@ if TYPE_CHECKING:
         TokenBudgetExceeded,
         TurnStream,
     )
-    from ._models import (
-        Delta,
-        FunctionModel,
-        Model,
-        ModelError,
-        ModelReply,
-        ModelRequest,
-        ScriptedModel,
-        ScriptMismatch,
+    from .code_mode._durable import Durable, PendingCall, ReplayDiverged, idempotency_key
+    from .code_mode._plan import Approval, Plan, PlannedWrite, PlanPolicy, PreviewEnd
+    from .code_mode._run_code import run_code_tool
+    from .comparison._compare import Comparison, ComparisonTask, Interval, RunRecord, compare
+    from .comparison._real import Cassette, CassetteMismatch, CassetteModel
+    from .contract._abort import AbortSignal
+    from .contract._call import ToolCall, parse_arguments
+    from .contract._dispatch import report_progress
+    from .contract._events import (
+        DispatchEvent,
+        FinalAnswer,
+        ModelRetry,
+        ScriptOutput,
+        ToolCallFinished,
+        ToolCallStarted,
+        ToolProgress,
     )
-    from ._modes import Mode, Runtime
-    from ._plan import Approval, Plan, PlannedWrite, PlanPolicy, PreviewEnd
-    from ._policy import (
+    from .contract._exceptions import (
+        CodeActError,
+        ErrorCode,
+        ToolDefinitionError,
+        ToolError,
+        UsageError,
+    )
+    from .contract._invocation import Invocation
+    from .contract._json import FrozenJson, JsonValue, thaw
+    from .contract._policy import (
         LATER,
         Action,
         Approver,
@@ -65,8 +60,25 @@ if TYPE_CHECKING:
         ask,
         deny,
     )
-    from ._process import ProcessExecutor
-    from ._providers import (
+    from .contract._registry import Disposer, Owner, ToolRegistry
+    from .contract._results import (
+        AudioBlock,
+        ContentBlock,
+        ImageBlock,
+        ResourceBlock,
+        ResourceLinkBlock,
+        TextBlock,
+        ToolExecutionFailure,
+        ToolExecutionResult,
+        ToolExecutionSuccess,
+        ToolFailure,
+    )
+    from .contract._tool import Tool, tool
+    from .contract._tracing import configure_tracing
+    from .executors._confine import ConfinementReport
+    from .executors._in_process import Executor, InProcessExecutor
+    from .executors._process import ProcessExecutor
+    from .providers._formats import (
         anthropic_messages,
         anthropic_results,
         anthropic_tools,
@@ -80,21 +92,21 @@ if TYPE_CHECKING:
         openai_responses_results,
         openai_responses_tools,
     )
-    from ._registry import Disposer, Owner, ToolRegistry
-    from ._results import (
-        AudioBlock,
-        ContentBlock,
-        ImageBlock,
-        ResourceBlock,
-        ResourceLinkBlock,
-        TextBlock,
-        ToolExecutionFailure,
-        ToolExecutionResult,
-        ToolExecutionSuccess,
-        ToolFailure,
+    from .providers._http import AnthropicModel, OpenAIChatModel
+    from .providers._models import (
+        Delta,
+        FunctionModel,
+        Model,
+        ModelError,
+        ModelReply,
+        ModelRequest,
+        ScriptedModel,
+        ScriptMismatch,
     )
-    from ._sandbox import Limits
-    from ._session import (
+    from .providers._strict import to_strict
+    from .runtime._modes import Mode, Runtime
+    from .sandbox import Limits
+    from .session._session import (
         AbortRecorded,
         AssistantMessage,
         CorruptLog,
@@ -106,130 +118,126 @@ if TYPE_CHECKING:
         ToolResultRecorded,
         UserMessage,
     )
-    from ._stores import ConcurrentWriter, EventStore, PostgresStore, SqliteStore
-    from ._strict import to_strict
-    from ._suite.real import Cassette, CassetteMismatch, CassetteModel
-    from ._tool import Tool, tool
-    from ._tracing import configure_tracing
+    from .session._stores import ConcurrentWriter, EventStore, PostgresStore, SqliteStore
 
 
 _EXPORTS: dict[str, str] = {
-    "compare": "._compare",
-    "Comparison": "._compare",
-    "ComparisonTask": "._compare",
-    "RunRecord": "._compare",
-    "Interval": "._compare",
-    "Cassette": "._suite.real",
-    "CassetteModel": "._suite.real",
-    "CassetteMismatch": "._suite.real",
-    "AgentEvent": "._loop",
-    "TurnStream": "._loop",
-    "ScriptOutput": "._events",
-    "ModelRetry": "._events",
-    "FinalAnswer": "._events",
-    "configure_tracing": "._tracing",
-    "Delta": "._models",
-    "to_strict": "._strict",
-    "anthropic_messages": "._providers",
-    "openai_chat_messages": "._providers",
-    "CorruptLog": "._session",
-    "UserMessage": "._session",
-    "AssistantMessage": "._session",
-    "ToolCallRecorded": "._session",
-    "ToolResultRecorded": "._session",
-    "ModelExchange": "._session",
-    "ErrorRecorded": "._session",
-    "AbortRecorded": "._session",
-    "ScriptMismatch": "._models",
-    "AbortSignal": "._abort",
-    "AnthropicModel": "._http_models",
-    "Action": "._policy",
-    "LATER": "._policy",
-    "Later": "._policy",
-    "Durable": "._durable",
-    "Approval": "._plan",
-    "Plan": "._plan",
-    "PlannedWrite": "._plan",
-    "PlanPolicy": "._plan",
-    "PreviewEnd": "._plan",
-    "PendingCall": "._durable",
-    "ReplayDiverged": "._durable",
-    "idempotency_key": "._durable",
-    "Agent": "._loop",
-    "Approver": "._policy",
-    "CodeActError": "._exceptions",
-    "ConfinementReport": "._confine",
-    "AudioBlock": "._results",
-    "ContentBlock": "._results",
-    "ImageBlock": "._results",
-    "ResourceBlock": "._results",
-    "ResourceLinkBlock": "._results",
-    "Context": "._loop",
-    "DispatchEvent": "._events",
-    "Disposer": "._registry",
-    "ErrorCode": "._exceptions",
-    "Executor": "._executors",
-    "InProcessExecutor": "._executors",
-    "FrozenJson": "._json",
-    "FunctionModel": "._models",
-    "Invocation": "._invocation",
-    "JsonValue": "._json",
-    "thaw": "._json",
-    "JsonlStore": "._session",
-    "SqliteStore": "._stores",
-    "PostgresStore": "._stores",
-    "EventStore": "._stores",
-    "ConcurrentWriter": "._stores",
-    "Limits": "._sandbox",
-    "Mode": "._modes",
-    "OpenAIChatModel": "._http_models",
-    "Model": "._models",
-    "ModelError": "._models",
-    "ModelReply": "._models",
-    "ModelRequest": "._models",
-    "Owner": "._registry",
-    "Policy": "._policy",
-    "ProcessExecutor": "._process",
-    "RetryPolicy": "._loop",
-    "StepLimit": "._loop",
-    "TokenBudgetExceeded": "._loop",
-    "Rule": "._policy",
-    "RulePolicy": "._policy",
-    "Runtime": "._modes",
-    "ScriptedModel": "._models",
-    "Session": "._session",
-    "TextBlock": "._results",
-    "Tool": "._tool",
-    "ToolCall": "._call",
-    "ToolCallFinished": "._events",
-    "ToolCallStarted": "._events",
-    "ToolProgress": "._events",
-    "report_progress": "._dispatch",
-    "ToolDefinitionError": "._exceptions",
-    "ToolError": "._exceptions",
-    "ToolExecutionFailure": "._results",
-    "ToolExecutionResult": "._results",
-    "ToolExecutionSuccess": "._results",
-    "ToolFailure": "._results",
-    "ToolRegistry": "._registry",
-    "UsageError": "._exceptions",
-    "Verdict": "._policy",
-    "allow": "._policy",
-    "ask": "._policy",
-    "deny": "._policy",
-    "parse_arguments": "._call",
-    "anthropic_results": "._providers",
-    "anthropic_tools": "._providers",
-    "calls_from_anthropic": "._providers",
-    "calls_from_openai_chat": "._providers",
-    "calls_from_openai_responses": "._providers",
-    "openai_chat_results": "._providers",
-    "openai_chat_tools": "._providers",
-    "openai_responses_input": "._providers",
-    "openai_responses_results": "._providers",
-    "openai_responses_tools": "._providers",
-    "run_code_tool": "._code_mode",
-    "tool": "._tool",
+    "compare": ".comparison._compare",
+    "Comparison": ".comparison._compare",
+    "ComparisonTask": ".comparison._compare",
+    "RunRecord": ".comparison._compare",
+    "Interval": ".comparison._compare",
+    "Cassette": ".comparison._real",
+    "CassetteModel": ".comparison._real",
+    "CassetteMismatch": ".comparison._real",
+    "AgentEvent": ".agent._loop",
+    "TurnStream": ".agent._loop",
+    "ScriptOutput": ".contract._events",
+    "ModelRetry": ".contract._events",
+    "FinalAnswer": ".contract._events",
+    "configure_tracing": ".contract._tracing",
+    "Delta": ".providers._models",
+    "to_strict": ".providers._strict",
+    "anthropic_messages": ".providers._formats",
+    "openai_chat_messages": ".providers._formats",
+    "CorruptLog": ".session._session",
+    "UserMessage": ".session._session",
+    "AssistantMessage": ".session._session",
+    "ToolCallRecorded": ".session._session",
+    "ToolResultRecorded": ".session._session",
+    "ModelExchange": ".session._session",
+    "ErrorRecorded": ".session._session",
+    "AbortRecorded": ".session._session",
+    "ScriptMismatch": ".providers._models",
+    "AbortSignal": ".contract._abort",
+    "AnthropicModel": ".providers._http",
+    "Action": ".contract._policy",
+    "LATER": ".contract._policy",
+    "Later": ".contract._policy",
+    "Durable": ".code_mode._durable",
+    "Approval": ".code_mode._plan",
+    "Plan": ".code_mode._plan",
+    "PlannedWrite": ".code_mode._plan",
+    "PlanPolicy": ".code_mode._plan",
+    "PreviewEnd": ".code_mode._plan",
+    "PendingCall": ".code_mode._durable",
+    "ReplayDiverged": ".code_mode._durable",
+    "idempotency_key": ".code_mode._durable",
+    "Agent": ".agent._loop",
+    "Approver": ".contract._policy",
+    "CodeActError": ".contract._exceptions",
+    "ConfinementReport": ".executors._confine",
+    "AudioBlock": ".contract._results",
+    "ContentBlock": ".contract._results",
+    "ImageBlock": ".contract._results",
+    "ResourceBlock": ".contract._results",
+    "ResourceLinkBlock": ".contract._results",
+    "Context": ".agent._loop",
+    "DispatchEvent": ".contract._events",
+    "Disposer": ".contract._registry",
+    "ErrorCode": ".contract._exceptions",
+    "Executor": ".executors._in_process",
+    "InProcessExecutor": ".executors._in_process",
+    "FrozenJson": ".contract._json",
+    "FunctionModel": ".providers._models",
+    "Invocation": ".contract._invocation",
+    "JsonValue": ".contract._json",
+    "thaw": ".contract._json",
+    "JsonlStore": ".session._session",
+    "SqliteStore": ".session._stores",
+    "PostgresStore": ".session._stores",
+    "EventStore": ".session._stores",
+    "ConcurrentWriter": ".session._stores",
+    "Limits": ".sandbox",
+    "Mode": ".runtime._modes",
+    "OpenAIChatModel": ".providers._http",
+    "Model": ".providers._models",
+    "ModelError": ".providers._models",
+    "ModelReply": ".providers._models",
+    "ModelRequest": ".providers._models",
+    "Owner": ".contract._registry",
+    "Policy": ".contract._policy",
+    "ProcessExecutor": ".executors._process",
+    "RetryPolicy": ".agent._loop",
+    "StepLimit": ".agent._loop",
+    "TokenBudgetExceeded": ".agent._loop",
+    "Rule": ".contract._policy",
+    "RulePolicy": ".contract._policy",
+    "Runtime": ".runtime._modes",
+    "ScriptedModel": ".providers._models",
+    "Session": ".session._session",
+    "TextBlock": ".contract._results",
+    "Tool": ".contract._tool",
+    "ToolCall": ".contract._call",
+    "ToolCallFinished": ".contract._events",
+    "ToolCallStarted": ".contract._events",
+    "ToolProgress": ".contract._events",
+    "report_progress": ".contract._dispatch",
+    "ToolDefinitionError": ".contract._exceptions",
+    "ToolError": ".contract._exceptions",
+    "ToolExecutionFailure": ".contract._results",
+    "ToolExecutionResult": ".contract._results",
+    "ToolExecutionSuccess": ".contract._results",
+    "ToolFailure": ".contract._results",
+    "ToolRegistry": ".contract._registry",
+    "UsageError": ".contract._exceptions",
+    "Verdict": ".contract._policy",
+    "allow": ".contract._policy",
+    "ask": ".contract._policy",
+    "deny": ".contract._policy",
+    "parse_arguments": ".contract._call",
+    "anthropic_results": ".providers._formats",
+    "anthropic_tools": ".providers._formats",
+    "calls_from_anthropic": ".providers._formats",
+    "calls_from_openai_chat": ".providers._formats",
+    "calls_from_openai_responses": ".providers._formats",
+    "openai_chat_results": ".providers._formats",
+    "openai_chat_tools": ".providers._formats",
+    "openai_responses_input": ".providers._formats",
+    "openai_responses_results": ".providers._formats",
+    "openai_responses_tools": ".providers._formats",
+    "run_code_tool": ".code_mode._run_code",
+    "tool": ".contract._tool",
 }
 
 # Names resolve on first use (PEP 562), so a sandbox worker process that needs only
@@ -248,8 +256,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(__all__)
 
-
-__version__ = "0.1.0"
 
 __all__ = [  # noqa: RUF022 (plain sorted order: LATER among the Ls)
     "AbortRecorded",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._compare import Comparison
+from .comparison._compare import Comparison
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -14,8 +14,8 @@ ground-truth plan, so the figures measure the runtime's mechanics, not a model.
 
 from __future__ import annotations
 
-from ._compare import STYLES
-from ._suite.compare import (
+from .comparison._compare import STYLES
+from .comparison._suite import (
     Metrics,
     planned_model,
     planned_tasks,

@@ -1,6 +1,6 @@
 """``asyncio`` for scripts: the forms models write, on the run's own event loop only.
 
-A script's coroutines run on the loop its run made (``codeact._sandbox._async``),
+A script's coroutines run on the loop its run made (``codeact.sandbox._async``),
 never on a host's: every member that schedules work checks that the loop running
 in this thread is that loop. Absent on purpose: the loop itself
 (``get_event_loop``, ``get_running_loop``, ``new_event_loop``), ``all_tasks``,
@@ -17,9 +17,9 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from codeact._sandbox._async import ScriptTask, running_script_loop
-from codeact._sandbox._guards import Guards
-from codeact._sandbox._ownership import register_base, register_readable
+from codeact.sandbox._async import ScriptTask, running_script_loop
+from codeact.sandbox._guards import Guards
+from codeact.sandbox._ownership import register_base, register_readable
 
 from ._facade import Facade, pick
 

@@ -49,9 +49,9 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from codeact._sandbox._errors import LimitExceeded, SandboxStop
-from codeact._sandbox._guards import Builtin, Guards, ticking
-from codeact._sandbox._ownership import exact_arguments, register_base, register_readable
+from codeact.sandbox._errors import LimitExceeded, SandboxStop
+from codeact.sandbox._guards import Builtin, Guards, ticking
+from codeact.sandbox._ownership import exact_arguments, register_base, register_readable
 
 from . import _recorded as recorded
 from ._facade import Facade, pick

@@ -40,9 +40,9 @@ from typing import Any
 
 import regex
 
-from codeact._exceptions import ToolError
-from codeact._sandbox._errors import LimitExceeded, SecurityViolation
-from codeact._sandbox._guards import (
+from codeact.contract._exceptions import ToolError
+from codeact.sandbox._errors import LimitExceeded, SecurityViolation
+from codeact.sandbox._guards import (
     MAX_DIVISION_WORK,
     OPAQUE_CLASSES,
     Guards,
@@ -55,7 +55,7 @@ from codeact._sandbox._guards import (
     ticking_factory,
     with_interruptible_callbacks,
 )
-from codeact._sandbox._ownership import (
+from codeact.sandbox._ownership import (
     SCRIPT_CLASSES,
     exact_arguments,
     is_script_function,

@@ -18,9 +18,9 @@ from typing import Any
 
 import regex
 
-from codeact._sandbox._errors import LimitExceeded
-from codeact._sandbox._guards import Guards, interruptible
-from codeact._sandbox._ownership import (
+from codeact.sandbox._errors import LimitExceeded
+from codeact.sandbox._guards import Guards, interruptible
+from codeact.sandbox._ownership import (
     exact_arguments,
     register_host_method,
     register_readable,

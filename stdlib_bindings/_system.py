@@ -18,9 +18,9 @@ import types
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from codeact._sandbox._errors import SandboxStop
-from codeact._sandbox._guards import Guards
-from codeact._sandbox._ownership import register_readable
+from codeact.sandbox._errors import SandboxStop
+from codeact.sandbox._guards import Guards
+from codeact.sandbox._ownership import register_readable
 
 from ._facade import Facade, pick
 

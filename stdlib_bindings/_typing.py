@@ -13,7 +13,7 @@ import collections
 import collections.abc as abc
 from typing import Any
 
-from codeact._sandbox._ownership import CLASS_BUILDERS, register_base, register_readable
+from codeact.sandbox._ownership import CLASS_BUILDERS, register_base, register_readable
 
 
 class TypingForm:
@@ -199,7 +199,7 @@ class ProtocolBase:
 
 
 def _build_named_tuple(name: str, bases: tuple[Any, ...], namespace: Any) -> Any:
-    from codeact._sandbox._ownership import SCRIPT_CLASSES
+    from codeact.sandbox._ownership import SCRIPT_CLASSES
 
     fields = list(namespace.get("__annotations__", {}))
     defaults = [namespace[f] for f in fields if f in namespace]

@@ -14,11 +14,11 @@ from typing import Any
 
 import anyio
 
-from .._call import ToolCall
-from .._modes import Mode, Runtime
-from .._registry import ToolRegistry
-from .._results import ImageBlock, ToolExecutionResult
-from .._tool import Tool
+from ..contract._call import ToolCall
+from ..contract._registry import ToolRegistry
+from ..contract._results import ImageBlock, ToolExecutionResult
+from ..contract._tool import Tool
+from ..runtime._modes import Mode, Runtime
 
 ToolSource = Runtime | ToolRegistry | Iterable[Tool | Callable[..., Any]]
 

@@ -19,8 +19,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 
-from .._modes import Mode
-from .._results import ToolExecutionResult
+from ..contract._results import ToolExecutionResult
+from ..runtime._modes import Mode
 from ._common import Dispatcher, Sessions, ToolSource, images, text_of
 
 # The model's id for the call being run: LangChain hands it to ``run``/``arun`` only.

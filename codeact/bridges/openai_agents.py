@@ -17,8 +17,8 @@ from typing import Any
 from agents import FunctionTool, ToolOutputImage, ToolOutputText
 from agents.tool_context import ToolContext
 
-from .._modes import Mode
-from .._results import ToolExecutionResult
+from ..contract._results import ToolExecutionResult
+from ..runtime._modes import Mode
 from ._common import Dispatcher, Sessions, ToolSource, data_url, images, text_of
 
 

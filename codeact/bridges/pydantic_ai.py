@@ -20,8 +20,8 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from .._modes import Mode
-from .._results import ToolExecutionResult
+from ..contract._results import ToolExecutionResult
+from ..runtime._modes import Mode
 from ._common import Dispatcher, Sessions, ToolSource, images, text_of
 
 # The runtime validates arguments against the advertised schema itself (and says what

@@ -25,15 +25,15 @@ from typing import Any
 from smolagents import AgentImage, Tool
 from smolagents.local_python_executor import CodeOutput, PythonExecutor
 
-from .._call import ToolCall
-from .._code_mode import RUN_CODE
-from .._exceptions import ToolError
-from .._json import thaw
-from .._modes import Mode, Runtime
-from .._registry import ToolRegistry
-from .._results import ImageBlock, ToolExecutionResult
-from .._sandbox import Limits
-from .._tool import Tool as CodeactTool
+from ..code_mode._run_code import RUN_CODE
+from ..contract._call import ToolCall
+from ..contract._exceptions import ToolError
+from ..contract._json import thaw
+from ..contract._registry import ToolRegistry
+from ..contract._results import ImageBlock, ToolExecutionResult
+from ..contract._tool import Tool as CodeactTool
+from ..runtime._modes import Mode, Runtime
+from ..sandbox import Limits
 from ._common import Dispatcher, Sessions, ToolSource, images, text_of
 
 _SMOLAGENTS_TYPES = frozenset({"string", "boolean", "integer", "number", "array", "object", "null"})

@@ -10,10 +10,10 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from codeact import ToolCall, ToolExecutionResult, ToolRegistry, tool
-from codeact._code_mode import bindable_tools
-from codeact._executors import InProcessExecutor
-from codeact._process import ProcessExecutor
-from codeact._sandbox import Limits, ScriptOutcome
+from codeact.code_mode._run_code import bindable_tools
+from codeact.executors._in_process import InProcessExecutor
+from codeact.executors._process import ProcessExecutor
+from codeact.sandbox import Limits, ScriptOutcome
 
 SECRET = "host-secret-7f3a9c"
 HOST_LOG: list[Any] = []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codeact._sandbox import Limits, ScriptOutcome
+from codeact.sandbox import Limits, ScriptOutcome
 
 from .conftest import SECRET, Runner
 
@@ -227,7 +227,7 @@ def test_gather_of_plain_values_explains_the_form(run: Runner) -> None:
 async def test_a_host_loop_in_the_same_thread_is_never_the_scripts() -> None:
     import asyncio
 
-    from codeact._sandbox import Sandbox
+    from codeact.sandbox import Sandbox
 
     sandbox = Sandbox(limits=Limits(wall_seconds=2))
     ran: list[str] = []

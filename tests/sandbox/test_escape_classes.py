@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from codeact._sandbox import Limits, ScriptOutcome
+from codeact.sandbox import Limits, ScriptOutcome
 
 from .conftest import Runner
 
@@ -271,7 +271,7 @@ def test_a_dataclass_with_a_string_annotation_works(run: Run) -> None:
 async def test_many_in_process_sessions_calling_sync_tools_at_once_all_finish() -> None:
     """Scripts wait in threads for tools that need threads: they must not share one pool."""
     from codeact import ToolCall, ToolRegistry, tool
-    from codeact._executors import InProcessExecutor
+    from codeact.executors._in_process import InProcessExecutor
 
     @tool
     def echo(text: str) -> str:

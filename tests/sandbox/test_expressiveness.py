@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from codeact._sandbox import ScriptOutcome
+from codeact.sandbox import ScriptOutcome
 
 SUM_300 = " + ".join(str(i) for i in range(300))
 

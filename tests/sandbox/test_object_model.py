@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from codeact._sandbox import Limits, Sandbox, ScriptOutcome
-from codeact._sandbox._ownership import SCRIPT_CLASSES
+from codeact.sandbox import Limits, Sandbox, ScriptOutcome
+from codeact.sandbox._ownership import SCRIPT_CLASSES
 
 from .conftest import Runner
 
@@ -171,7 +171,7 @@ def test_no_session_changes_a_module_another_session_uses() -> None:
 
 
 FIRST_AND_LATER = """
-from codeact._sandbox import Sandbox
+from codeact.sandbox import Sandbox
 from tests.sandbox.test_object_model import GENERATOR_FRAME
 first = Sandbox()
 first_raw = set(first.guards.raw)

@@ -19,11 +19,11 @@ import types
 from collections import deque
 from typing import Any
 
-from codeact._sandbox import Sandbox
-from codeact._sandbox._errors import SandboxStop
-from codeact._sandbox._guards import CHANGING_DUNDERS, INERT_DUNDERS, match_class_guard
-from codeact._sandbox._ownership import is_script_class
-from codeact._sandbox._pending import Pending
+from codeact.sandbox import Sandbox
+from codeact.sandbox._errors import SandboxStop
+from codeact.sandbox._guards import CHANGING_DUNDERS, INERT_DUNDERS, match_class_guard
+from codeact.sandbox._ownership import is_script_class
+from codeact.sandbox._pending import Pending
 
 PROBED_DUNDERS = (
     "__class__",

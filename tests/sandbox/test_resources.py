@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codeact._sandbox import Limits
+from codeact.sandbox import Limits
 
 from .conftest import Runner
 
@@ -209,8 +209,8 @@ def test_a_limit_tripped_during_a_tool_call_waits_for_the_call_to_return() -> No
     """Host code (here the tool itself) never receives the interrupt: it lands after."""
     import threading
 
-    from codeact._sandbox import Limits as SandboxLimits
-    from codeact._sandbox import Sandbox
+    from codeact.sandbox import Limits as SandboxLimits
+    from codeact.sandbox import Sandbox
 
     sandbox = Sandbox(limits=SandboxLimits(wall_seconds=5, cpu_seconds=0.2))
     finished: list[str] = []
@@ -244,7 +244,7 @@ def test_a_limit_tripped_during_a_tool_call_waits_for_the_call_to_return() -> No
     shown=st.integers(min_value=0, max_value=60),
 )
 def test_printed_output_keeps_exactly_its_start_and_its_end(chunks: list[str], shown: int) -> None:
-    from codeact._sandbox._printed import Printed
+    from codeact.sandbox._printed import Printed
 
     printed = Printed(shown)
     for chunk in chunks:
@@ -264,8 +264,8 @@ def test_printed_output_keeps_exactly_its_start_and_its_end(chunks: list[str], s
 def test_an_interrupt_landing_in_a_host_finalizer_is_not_reported_but_other_faults_are() -> None:
     import sys
 
-    from codeact._sandbox._errors import LimitInterrupt
-    from codeact._sandbox._limits import quiet_late_interrupts
+    from codeact.sandbox._errors import LimitInterrupt
+    from codeact.sandbox._limits import quiet_late_interrupts
 
     reported: list[BaseException | None] = []
     before = sys.unraisablehook

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from codeact._sandbox import ScriptOutcome
+from codeact.sandbox import ScriptOutcome
 
 from .conftest import HOST_LOG, SECRET, SHARED_RESULT
 

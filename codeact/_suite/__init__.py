@@ -1,1 +1,0 @@
-"""The native vs code comparison: M3ToolEval tasks, mechanical offline behaviour, metrics."""

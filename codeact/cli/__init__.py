@@ -1,0 +1,2 @@
+"""The ``codeact`` command line (run, schemas, serve-mcp, compare).
+May import: every layer."""

@@ -1,0 +1,469 @@
+"""The ``codeact`` command line: run a script through run_code, print schemas, compare modes."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..code_mode._run_code import RUN_CODE, run_code_tool
+from ..contract._call import ToolCall
+from ..contract._exceptions import CodeActError
+from ..contract._registry import ToolRegistry
+from ..contract._results import ToolExecutionResult
+from ..executors._in_process import Executor, InProcessExecutor
+from ..executors._process import ProcessExecutor
+from ..mcp._http import IDLE_SECONDS, MAX_SESSIONS, MAX_SESSIONS_PER_CLIENT
+from ..sandbox import Limits
+from ._parser import Parser, positive, quiet_on_closed_pipe
+
+if TYPE_CHECKING:
+    from ..runtime._modes import Runtime
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+NO_TOOLS = " with no tools: run_code has nothing to call (give --tools MODULE:ATTR or --stdlib)"
+
+
+class UsageFailure(Exception):
+    """Bad command-line usage; exit code 2."""
+
+
+def load_tools(spec: str, registry: ToolRegistry, *, app_dir: str = ".") -> None:
+    """Register what ``MODULE:ATTR`` names: a registry, a tool, a function, or a list of them.
+
+    ``app_dir`` (the current folder unless told) is importable first, so a module beside
+    the user's script loads as it would for ``python -m``.
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageFailure(f"--tools takes MODULE:ATTR, not {spec!r}")
+    folder = str(Path(app_dir).resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # a module that fails to import is the user's to fix
+        raise UsageFailure(
+            f"cannot import {module_name!r} for --tools {spec}: {type(error).__name__}: {error}"
+        ) from None
+    try:
+        target: Any = getattr(module, attribute)
+    except AttributeError:
+        raise UsageFailure(
+            f"module {module_name!r} has no {attribute!r} (--tools {spec})"
+        ) from None
+    items = target.tools() if isinstance(target, ToolRegistry) else target
+    for item in items if isinstance(items, list | tuple) else [items]:
+        try:
+            registry.register(item)
+        except (CodeActError, TypeError, ValueError) as error:
+            raise UsageFailure(f"--tools {spec}: {error}") from None
+
+
+def build_registry(options: argparse.Namespace) -> ToolRegistry:
+    """The registry the options ask for: the standard tools and any ``--tools``."""
+    registry = ToolRegistry()
+    allowed = list(options.allow_host or [])
+    approved = set(options.approve or [])
+    if getattr(options, "stdlib", False):
+        import stdlib_bindings
+
+        # A standard tool nothing could make usable is left out of the advertisement:
+        # fetch without a host it may reach, shell without its approval.
+        groups = [
+            "files",
+            *(["http"] if allowed else []),
+            *(["shell"] if "shell" in approved else []),
+        ]
+        stdlib_bindings.register(
+            registry,
+            workspace=Path.cwd(),
+            http_allow=allowed,
+            include=groups,
+            approver=lambda invocation: invocation.name in approved,
+        )
+    for spec in options.tools or []:
+        load_tools(spec, registry, app_dir=options.app_dir)
+    unknown = approved - set(registry.names())
+    if unknown:
+        raise UsageFailure(f"--approve names no registered tool: {', '.join(sorted(unknown))}")
+    return registry
+
+
+def make_limits(options: argparse.Namespace) -> Limits:
+    """Limits from the command line, each left at its default unless given."""
+    given: dict[str, Any] = {}
+    if options.wall_seconds is not None:
+        given["wall_seconds"] = options.wall_seconds
+    if options.cpu_seconds is not None:
+        given["cpu_seconds"] = options.cpu_seconds
+    if options.memory_mb is not None:
+        given["memory_bytes"] = options.memory_mb * 1024 * 1024
+    try:
+        return Limits(**given)
+    except (TypeError, ValueError) as error:
+        raise UsageFailure(str(error)) from None
+
+
+def make_executor(options: argparse.Namespace) -> Executor:
+    limits = make_limits(options)
+    if options.executor == "inprocess":
+        return InProcessExecutor(limits=limits)
+    if options.executor == "process":
+        sessions = getattr(options, "max_sessions", None)
+        idle = getattr(options, "idle_seconds", None)
+        return ProcessExecutor(
+            limits=limits,
+            **({"max_sessions": sessions} if sessions else {}),
+            **({"idle_seconds": idle} if idle else {}),
+        )
+    raise UsageFailure(f"unknown executor {options.executor!r}")
+
+
+async def run_script(
+    source: str, *, registry: ToolRegistry, executor: Executor
+) -> ToolExecutionResult:
+    scope = registry.child()
+    scope.register(run_code_tool(registry, executor=executor))
+    try:
+        return await scope.execute(ToolCall("cli", RUN_CODE, {"code": source}))
+    finally:
+        await executor.aclose()
+
+
+async def run_previewed(
+    source: str, *, registry: ToolRegistry, limits: Limits, folder: str
+) -> ToolExecutionResult:
+    """Run ``source`` previewed: its plan is shown on stderr and decided on stdin, once."""
+    from ..code_mode._durable import Durable
+    from ..contract._policy import RulePolicy
+    from ..runtime._modes import Runtime
+    from ..session._stores import SqliteStore
+
+    if registry.own_policy is None:
+        registry.set_policy(RulePolicy(approver=ask_on_terminal))
+    record = os.path.join(folder, "runs.db")
+    runtime = Runtime(registry, limits=limits, durable=Durable(lambda s: SqliteStore(record, s)))
+    async with runtime:
+        return await runtime.execute(
+            ToolCall("cli", RUN_CODE, {"code": source, "preview": True}), mode="code"
+        )
+
+
+def ask_on_terminal(question: Any) -> bool | dict[str, bool]:
+    """The command line's approver: a plan (or a call) shown on stderr, answered on stdin
+    with y, n, or per tool (``send=y,log=n``)."""
+    from ..code_mode._plan import Plan
+
+    if isinstance(question, Plan):
+        print(question.text(), file=sys.stderr)
+        print("Make these writes? [y/N, or per tool: TOOL=y,TOOL=n] ", end="", file=sys.stderr)
+    else:
+        print(f"Allow {question.name}? [y/N] ", end="", file=sys.stderr)
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip()
+    if "=" in answer and isinstance(question, Plan):
+        return {
+            tool.strip(): decided.strip().lower().startswith("y")
+            for tool, _, decided in (part.partition("=") for part in answer.split(","))
+        }
+    return answer.lower() in ("y", "yes")
+
+
+def command_run(options: argparse.Namespace) -> int:
+    path = Path(options.script)
+    if options.preview and (options.script == "-" or options.executor != "process"):
+        raise UsageFailure(
+            "--preview reads its decision from standard input and records the run in a "
+            "worker process: give the script as a file, with --executor process"
+        )
+    try:
+        source = sys.stdin.read() if options.script == "-" else path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageFailure(f"cannot read {options.script}: {error}") from None
+    registry = build_registry(options)
+    if options.preview:
+        import tempfile
+
+        limits = make_limits(options)
+        with tempfile.TemporaryDirectory(prefix="codeact-preview-") as folder:
+            result = anyio.run(
+                lambda: run_previewed(source, registry=registry, limits=limits, folder=folder)
+            )
+    else:
+        executor = make_executor(options)
+        result = anyio.run(lambda: run_script(source, registry=registry, executor=executor))
+    if options.json:
+        payload: dict[str, Any] = {"is_error": result.is_error, "content": result.text}
+        if result.is_error:
+            payload["error"] = {"message": result.error.message, "code": result.error.code}
+        else:
+            from ..contract._json import thaw
+
+            payload["value"] = thaw(result.value)
+        print(json.dumps(payload, ensure_ascii=False))
+    else:
+        print(result.text)
+    return EXIT_ERROR if result.is_error else EXIT_OK
+
+
+def command_schemas(options: argparse.Namespace) -> int:
+    from ..providers._formats import anthropic_tools, openai_chat_tools, openai_responses_tools
+    from ..runtime._modes import Runtime
+
+    registry = build_registry(options)
+    runtime = Runtime(registry, executor=InProcessExecutor())
+    schemas = runtime.schemas(options.mode)
+    formats: dict[str, Callable[[], object]] = {
+        "plain": lambda: schemas,
+        "openai": lambda: openai_chat_tools(schemas, strict=options.strict),
+        "openai-responses": lambda: openai_responses_tools(schemas, strict=options.strict),
+        "anthropic": lambda: anthropic_tools(schemas),
+    }
+    print(json.dumps(formats[options.format](), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def command_compare(options: argparse.Namespace) -> int:
+    from ._compare import main as compare_main
+
+    return compare_main(options.rest)  # the comparison parses its own options
+
+
+def command_serve_mcp(options: argparse.Namespace) -> int:
+    from ..mcp._bridge import mcp_server, serve_stdio
+
+    registry = build_registry(options)
+    from ..runtime._modes import Runtime
+
+    if options.executor == "inprocess":
+        print(
+            "codeact: warning: --executor inprocess runs scripts in this server's own process, "
+            "behind the interpreter's guards alone; it is for trusted scripts. Untrusted "
+            "clients belong in worker processes (--executor process, the default).",
+            file=sys.stderr,
+        )
+    runtime = Runtime(registry, mode=options.mode, executor=make_executor(options))
+    server = mcp_server(runtime, mode=options.mode, json_text=options.json_text)
+    empty = "" if runtime.user_tools() else NO_TOOLS
+    if empty and not options.http:
+        print(f"codeact: serving MCP on stdio{empty}", file=sys.stderr, flush=True)
+    if options.http:
+        host, port = options.http
+        try:
+            import uvicorn  # noqa: F401 - only to say what is missing
+        except ImportError:
+            raise UsageFailure("--http needs uvicorn: pip install 'codeact[mcp]'") from None
+        from ..mcp._http import serve_http
+
+        anyio.run(
+            lambda: serve_http(
+                runtime,
+                server,
+                host=host,
+                port=port,
+                max_sessions=options.max_sessions,
+                max_sessions_per_client=options.max_sessions_per_client,
+                idle_seconds=options.idle_seconds,
+                note=empty,
+            )
+        )
+    else:
+
+        async def serve() -> None:
+            # warm workers and the idle reaper while serving
+            async with runtime, anyio.create_task_group() as tasks:
+                tasks.start_soon(_stop_on_signal, runtime)
+                await serve_stdio(server)
+                tasks.cancel_scope.cancel()
+
+        anyio.run(serve)
+    return EXIT_OK
+
+
+async def _stop_on_signal(runtime: Runtime) -> None:
+    """SIGTERM or SIGINT: close every worker, then leave. The thread reading stdin cannot
+    be cancelled (it may wait for ever), so the process exits rather than waiting on it."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _number in signals:
+            with anyio.CancelScope(shield=True):
+                await runtime.aclose()
+            os._exit(EXIT_OK)
+
+
+def command_doctor(options: argparse.Namespace) -> int:
+    """Start one worker the way the process executor would and print what confines it."""
+    from ..executors._confine import ConfinementReport
+    from ..executors._process import ProcessExecutor, Worker, WorkerLost, WorkerOptions
+    from ..sandbox import Limits
+
+    async def check() -> tuple[ConfinementReport, ConfinementReport | None]:
+        worker = await Worker.start(Limits(), frozenset(), WorkerOptions())
+        try:
+            executor = ProcessExecutor(warm=0)
+            try:  # the template workers are forked from, where this machine has one
+                template = executor.template_confinement if await executor.prepare() else None
+            finally:
+                await executor.aclose()
+            return worker.confinement, template
+        finally:
+            await worker.close()
+
+    try:
+        report, template = anyio.run(check)
+    except (WorkerLost, OSError) as error:
+        print(f"codeact: no worker could be started: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    print("Kernel confinement of a worker process on this machine:")
+    print(report.describe())
+    if template is None:
+        print("Workers are started afresh here (no template to fork them from).")
+    else:
+        print("The template workers are forked from (it runs no script):")
+        print(template.describe())
+    if report.complete and (template is None or template.complete):
+        print("All layers are active.")
+        return EXIT_OK
+    print("Missing layers leave a worker with fewer boundaries; confinement='require' refuses it.")
+    return EXIT_ERROR
+
+
+def _add_tool_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stdlib", action="store_true", help="bind the standard tools")
+    parser.add_argument(
+        "--tools", action="append", metavar="MODULE:ATTR", help="register these tools"
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST",
+        help="a host the standard fetch tool may reach (repeatable; without one, no fetch)",
+    )
+    parser.add_argument(
+        "--approve",
+        action="append",
+        metavar="TOOL",
+        help="approve every call of TOOL its policy asks about (repeatable; shell needs it)",
+    )
+    parser.add_argument(
+        "--app-dir",
+        default=".",
+        metavar="DIR",
+        help="the folder --tools modules are imported from (default: the current one)",
+    )
+
+
+def host_and_port(text: str) -> tuple[str, int]:
+    """``--http HOST:PORT`` (``:PORT`` is 127.0.0.1): a port from 0 to 65535."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"takes HOST:PORT with a port up to 65535, not {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--executor", choices=("process", "inprocess"), default="process")
+    parser.add_argument(
+        "--wall-seconds", type=positive(float), help="wall-clock limit of one script"
+    )
+    parser.add_argument("--cpu-seconds", type=positive(float), help="CPU limit of one script")
+    parser.add_argument("--memory-mb", type=positive(int), help="memory limit of one script")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .._version import __version__
+
+    parser = Parser(prog="codeact", description="Let agents act through code.")
+    parser.add_argument("--version", action="version", version=f"codeact {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run an action script through run_code")
+    run.add_argument("script", help="a Python file, or - for standard input")
+    _add_tool_options(run)
+    _add_run_options(run)
+    run.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    run.add_argument(
+        "--preview",
+        action="store_true",
+        help="plan the script's writes first, show the plan and make them only once approved",
+    )
+    run.set_defaults(parser=run, handler=command_run)
+    schemas = commands.add_parser("schemas", help="print the advertisement for a mode and format")
+    schemas.add_argument("--mode", choices=("native", "code", "both"), default="both")
+    schemas.add_argument(
+        "--format", choices=("openai", "openai-responses", "anthropic", "plain"), default="plain"
+    )
+    schemas.add_argument(
+        "--strict", action="store_true", help="OpenAI strict schemas where possible"
+    )
+    _add_tool_options(schemas)
+    schemas.set_defaults(parser=schemas, handler=command_schemas)
+    serve = commands.add_parser("serve-mcp", help="serve the tools over MCP on stdin/stdout")
+    serve.add_argument("--mode", choices=("native", "code", "both"), default="code")
+    _add_tool_options(serve)
+    _add_run_options(serve)
+    serve.add_argument(
+        "--http", metavar="HOST:PORT", type=host_and_port, help="serve streamable HTTP, not stdio"
+    )
+    serve.add_argument(
+        "--json-text",
+        action="store_true",
+        help="also send a structured result as JSON text (for clients that read only text)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=positive(int),
+        default=MAX_SESSIONS,
+        help=f"live client sessions (each a worker) at once (default {MAX_SESSIONS})",
+    )
+    serve.add_argument(
+        "--max-sessions-per-client",
+        type=positive(int),
+        default=MAX_SESSIONS_PER_CLIENT,
+        help=f"open MCP sessions per client address, over HTTP (default {MAX_SESSIONS_PER_CLIENT})",
+    )
+    serve.add_argument(
+        "--idle-seconds",
+        type=positive(float),
+        default=IDLE_SECONDS,
+        help=f"a session idle this long is closed (default {IDLE_SECONDS:g})",
+    )
+    serve.set_defaults(parser=serve, handler=command_serve_mcp)
+    doctor = commands.add_parser("doctor", help="show which kernel layers confine a worker here")
+    doctor.set_defaults(parser=doctor, handler=command_doctor)
+    compare = commands.add_parser("compare", help="run the task suite in each mode", add_help=False)
+    compare.set_defaults(parser=compare, handler=command_compare, rest=[])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        options, unknown = parser.parse_known_args(argv)
+        if unknown and options.command != "compare":  # that command's usage, not the top's
+            options.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    except SystemExit as exit_:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exit_.code or 0)
+    if options.command == "compare":
+        options.rest = unknown
+
+    def command() -> int:
+        try:
+            code: int = options.handler(options)
+        except UsageFailure as failure:
+            print(f"codeact: {failure}", file=sys.stderr)
+            return EXIT_USAGE
+        return code
+
+    return quiet_on_closed_pipe(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The builtins a script sees: a curated set, with guarded stand-ins where size or reach matters.
+
+Absent on purpose: ``open``, ``exec``, ``eval``, ``compile``, ``__import__`` (imports go
+through the facade importer), ``input``, ``breakpoint``, ``memoryview``, a raw
+``getattr``, ``BaseException`` and ``BaseExceptionGroup`` (each would catch or carry a
+limit). ``KeyboardInterrupt``, ``SystemExit`` and ``GeneratorExit`` are there to raise
+and name; none of them catches a limit. ``globals`` and ``locals``
+are snapshots without the guards' names; ``vars`` reads only the script's own objects.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..contract._exceptions import ToolError
+from ._errors import SecurityViolation
+from ._guards import (
+    Builtin,
+    Guards,
+    LongRange,
+    eager_or_ticking,
+    ticking_factory,
+    with_interruptible_callbacks,
+)
+from ._ownership import STAND_INS as _STAND_INS
+from ._ownership import register_base, register_readable
+
+_PLAIN = (
+    "abs all any ascii bin bool callable chr complex dict float "
+    "frozenset hash hex int isinstance issubclass len list next object oct ord "
+    "repr reversed round set slice str tuple super staticmethod classmethod "
+    "property NotImplemented Ellipsis id aiter anext"
+)
+
+_EXCEPTIONS = (
+    "Exception ArithmeticError AssertionError AttributeError EOFError FloatingPointError "
+    "ImportError ModuleNotFoundError IndexError KeyError LookupError MemoryError NameError "
+    "NotImplementedError OverflowError RecursionError ReferenceError RuntimeError "
+    "StopIteration StopAsyncIteration SyntaxError TypeError UnboundLocalError UnicodeError "
+    "UnicodeDecodeError UnicodeEncodeError ValueError ZeroDivisionError LookupError "
+    "Warning UserWarning DeprecationWarning RuntimeWarning TimeoutError OSError IOError "
+    "EnvironmentError FileNotFoundError FileExistsError PermissionError IsADirectoryError "
+    "NotADirectoryError ConnectionError ConnectionRefusedError ConnectionResetError "
+    "BrokenPipeError InterruptedError BlockingIOError ChildProcessError ProcessLookupError "
+    "IndentationError TabError BufferError UnicodeTranslateError SyntaxWarning "
+    "FutureWarning PendingDeprecationWarning ImportWarning UnicodeWarning BytesWarning "
+    "ResourceWarning EncodingWarning ExceptionGroup KeyboardInterrupt SystemExit GeneratorExit"
+)
+
+
+class _GuardedType(type):
+    """Metaclass of a builtin's stand-in: calls are guarded, isinstance asks the real type.
+
+    The real type and the guarded constructor are kept in a table of this module, never
+    under a name of the stand-in: it holds nothing a read could reach, and it relays no
+    attribute (its public members are copied into it when it is made).
+    """
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kw: Any):  # type: ignore[no-untyped-def]
+        if kw.get("key") is not _STAND_IN_KEY:  # the metaclass called from a script
+            raise SecurityViolation("classes are made by the class statement in scripts")
+        return super().__new__(mcs, name, bases, namespace)
+
+    def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kw: Any):
+        super().__init__(name, bases, namespace)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _STAND_INS[id(cls)][1]()(*args, **kwargs)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        real = _STAND_INS[id(cls)][0]
+        return isinstance(obj, real) or (real is range and type(obj) is LongRange)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _STAND_INS[id(cls)][0])
+
+    def __repr__(cls) -> str:
+        return repr(_STAND_INS[id(cls)][0])
+
+    def __eq__(cls, other: object) -> bool:
+        return other is cls or other is _STAND_INS[id(cls)][0]
+
+    def __hash__(cls) -> int:
+        return hash(_STAND_INS[id(cls)][0])
+
+
+_STAND_IN_KEY = object()
+
+
+register_readable(_GuardedType)
+# @x.setter and friends; fget/fset/fdel are the script's own functions.
+register_readable(property, names=("getter", "setter", "deleter", "fget", "fset", "fdel"))
+register_readable(LongRange, names=("start", "stop", "step", "count", "index"))
+register_readable(Builtin, names=())
+register_base(*(getattr(builtins, name) for name in _EXCEPTIONS.split()))
+
+
+def guarded_type(real: type, construct: Callable[..., Any]) -> type:
+    """A stand-in for ``real`` whose construction goes through ``construct``."""
+    members = {name: getattr(real, name) for name in dir(real) if not name.startswith("_")}
+    members["__doc__"] = real.__doc__
+    stand_in = _GuardedType(real.__name__, (), members, key=_STAND_IN_KEY)
+    # weakly: the table is the process's, a constructor bound to guards is one session's
+    if inspect.ismethod(construct):
+        _STAND_INS[id(stand_in)] = (real, weakref.WeakMethod(construct))
+    else:
+        _STAND_INS[id(stand_in)] = (real, lambda: construct)
+    weakref.finalize(stand_in, _STAND_INS.pop, id(stand_in), None)
+    return stand_in
+
+
+def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Callable[..., Any]:
+    """A guard under a builtin's name, refusing wrong argument counts as the builtin does."""
+
+    def builtin(*args: Any) -> Any:
+        if not least <= len(args) <= most:
+            expected = f"at least {least}" if least != most else str(least)
+            raise TypeError(f"{name} expected {expected} arguments, got {len(args)}")
+        return guard(*args)
+
+    return Builtin(builtin, name)
+
+
+_MAP = ticking_factory(builtins.map)
+_FILTER = ticking_factory(with_interruptible_callbacks(builtins.filter, positions=(0,)))
+_ZIP = eager_or_ticking(builtins.zip)
+# enumerate(zip(a, b)) stays in C: a zip made here is over plain containers only
+_ENUMERATE = eager_or_ticking(builtins.enumerate, over=(zip,))
+
+
+def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any]:
+    """The builtins mapping for one sandbox."""
+    table: dict[str, Any] = {name: getattr(builtins, name) for name in _PLAIN.split()}
+    table.update({name: getattr(builtins, name) for name in _EXCEPTIONS.split()})
+    table.update(
+        {
+            "getattr": _named(guards.getattr, "getattr", 2, 3),
+            "hasattr": _named(guards.hasattr, "hasattr", 2, 2),
+            "setattr": _named(guards.setattr, "setattr", 3, 3),
+            "delattr": _named(guards.delattr, "delattr", 2, 2),
+            "vars": Builtin(guards.vars, "vars"),
+            "dir": Builtin(guards.dir, "dir"),
+            "type": guarded_type(type, guards.type_of),
+            "range": guarded_type(range, guards.make_range),
+            "bytes": guarded_type(bytes, guards.make_bytes),
+            "bytearray": guarded_type(bytearray, guards.make_bytearray),
+            "sum": Builtin(guards.sum, "sum"),
+            # map and filter call arbitrary functions per item: re-yielded from Python, so a
+            # C consumer (sum, max, list) can be interrupted, and nesting is Python recursion
+            "map": guarded_type(map, _MAP),
+            "filter": guarded_type(filter, _FILTER),
+            # lazy arguments make them nest in C (a stack overflow): re-yielded then
+            "zip": guarded_type(zip, _ZIP),
+            "enumerate": guarded_type(enumerate, _ENUMERATE),
+            # a C key (xs.count) would hold the interpreter for minutes: it enters Python
+            "sorted": Builtin(with_interruptible_callbacks(sorted, names=("key",)), "sorted"),
+            "min": Builtin(with_interruptible_callbacks(min, names=("key",)), "min"),
+            "max": Builtin(with_interruptible_callbacks(max, names=("key",)), "max"),
+            "iter": Builtin(guards.iterate, "iter"),
+            "pow": Builtin(guards.power, "pow"),
+            "divmod": _named(guards.divmod, "divmod", 2, 2),
+            "format": Builtin(guards.format_value, "format"),
+            "ToolError": ToolError,  # shown as codeact.ToolError, its public name
+            "__build_class__": builtins.__build_class__,
+            "__import__": importer,
+        }
+    )
+    for name in ("type", "range", "bytes", "bytearray", "map", "filter", "zip", "enumerate"):
+        # type(b"") is bytes, in scripts too
+        guards.shown[getattr(builtins, name)] = table[name]
+    guards.shown[_GuardedType] = table["type"]  # type(range) is type
+    guards.shown[LongRange] = table["range"]  # a long range is a range, as scripts see it
+    return table
+
+
+__all__ = ["safe_builtins"]

@@ -1,0 +1,97 @@
+"""A session's own thread: results, errors, context, cancellation, idle exit, close."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+
+import anyio
+import pytest
+
+from codeact.executors._threads import SessionThread
+
+pytestmark = pytest.mark.anyio
+
+REQUEST = contextvars.ContextVar("request", default="none")
+
+
+async def test_jobs_run_in_one_thread_of_their_own_in_order() -> None:
+    thread = SessionThread("test-session")
+    try:
+        seen = [
+            await thread.run(lambda n=n: (n, threading.current_thread().name)) for n in range(5)
+        ]
+    finally:
+        thread.close()
+    assert [n for n, _ in seen] == [0, 1, 2, 3, 4]
+    assert {name for _, name in seen} == {"test-session"}
+    assert threading.current_thread().name != "test-session"
+
+
+async def test_an_error_reaches_the_waiting_task_and_the_thread_goes_on() -> None:
+    thread = SessionThread("test-errors")
+
+    def fail() -> None:
+        raise ValueError("from the thread")
+
+    try:
+        with pytest.raises(ValueError, match="from the thread"):
+            await thread.run(fail)
+        assert await thread.run(lambda: 42) == 42
+    finally:
+        thread.close()
+
+
+async def test_the_job_sees_the_callers_context_variables() -> None:
+    thread = SessionThread("test-context")
+    REQUEST.set("call-7")
+    try:
+        assert await thread.run(REQUEST.get) == "call-7"
+    finally:
+        thread.close()
+
+
+async def test_a_cancelled_wait_abandons_the_job_and_the_next_one_runs_after_it() -> None:
+    thread = SessionThread("test-cancel")
+    release, finished = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        release.wait(30)
+        finished.set()
+        return "late"
+
+    try:
+        with anyio.move_on_after(0.1) as scope:
+            await thread.run(slow)
+        assert scope.cancelled_caught  # the task stopped waiting; the job did not stop
+        assert not finished.is_set()
+        release.set()
+        assert await thread.run(lambda: "next") == "next"
+        assert finished.is_set()  # the abandoned job ran to its end first
+    finally:
+        thread.close()
+
+
+async def test_an_idle_thread_ends_and_a_later_job_starts_a_new_one() -> None:
+    thread = SessionThread("test-idle", idle_seconds=0.05)
+    try:
+        first = await thread.run(threading.get_ident)
+        with anyio.fail_after(10):
+            while any(t.name == "test-idle" for t in threading.enumerate()):
+                await anyio.sleep(0.02)
+        second = await thread.run(lambda: threading.current_thread().name)
+        assert second == "test-idle"
+        assert isinstance(first, int)
+    finally:
+        thread.close()
+
+
+async def test_a_closed_thread_ends_and_refuses_new_jobs() -> None:
+    thread = SessionThread("test-close")
+    assert await thread.run(lambda: 1) == 1
+    thread.close()
+    with anyio.fail_after(10):
+        while any(t.name == "test-close" for t in threading.enumerate()):
+            await anyio.sleep(0.02)
+    with pytest.raises(RuntimeError, match="closed"):
+        await thread.run(lambda: 2)

@@ -1,0 +1,178 @@
+"""The package's layers, read from the source: each folder imports only the layers its
+docstring names, lower layers never import higher ones, and no two modules need each other."""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "codeact"
+
+# Lowest first: a layer may import only layers before it (its docstring says which).
+LAYERS = (
+    "contract",
+    "sandbox",
+    "executors",
+    "session",
+    "code_mode",
+    "runtime",
+    "providers",
+    "agent",
+    "mcp",
+    "comparison",
+    "bridges",
+    "cli",
+)
+BASE = {"codeact._version"}  # imports nothing of codeact; anything may import it
+ENTRY = {"codeact", "codeact.__main__", "codeact.demo", "codeact.plots", "codeact.suite"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def imports_of(module: str, *, at_import_time: bool = False) -> set[str]:
+    """The codeact modules ``module`` imports: everywhere in it, or (``at_import_time``)
+    only the statements that run when it is imported (module level, outside
+    ``if TYPE_CHECKING``)."""
+    path = modules()[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    nodes = _top_level(tree.body) if at_import_time else ast.walk(tree)
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(package, node.level, node.module)
+            for alias in node.names:  # ``from . import _dispatch`` names a module
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if candidate in modules() else base)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name == "codeact" or name.startswith("codeact.")}
+
+
+def _absolute(package: str, level: int, name: str | None) -> str:
+    if level == 0:
+        return name or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, name] if name else base)
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    kept: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
+            continue
+        if isinstance(statement, ast.If | ast.Try):
+            kept += _top_level(statement.body) + _top_level(statement.orelse)
+        else:
+            kept.append(statement)
+    return kept
+
+
+def allowed_by_docstring(layer: str) -> set[str]:
+    """The layers a folder's docstring says it may import ("May import: a, b",
+    "contract to runtime", "every layer", or "Imports no other layer")."""
+    docstring = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text())) or ""
+    text = " ".join(docstring.split())
+    if "Imports no other layer" in text:
+        return set()
+    said = re.search(r"May import: ([^.]+)\.", text)
+    assert said is not None, f"codeact/{layer}/__init__.py does not say what it may import"
+    below = LAYERS[: LAYERS.index(layer)]
+    if said.group(1) == "every layer":
+        return set(below)
+    ranged = re.fullmatch(r"(\w+) to (\w+)", said.group(1))
+    if ranged:
+        return set(LAYERS[LAYERS.index(ranged.group(1)) : LAYERS.index(ranged.group(2)) + 1])
+    return {name.strip() for name in said.group(1).split(",")}
+
+
+def test_every_module_lives_in_a_layer_or_is_an_entry_point() -> None:
+    stray = {m for m in modules() if layer_of(m) is None and m not in BASE | ENTRY}
+    assert not stray, f"modules outside every layer: {sorted(stray)}"
+    assert {layer for layer in LAYERS if (PACKAGE / layer).is_dir()} == set(LAYERS)
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_layer_may_import_only_layers_below_it(layer: str) -> None:
+    allowed = allowed_by_docstring(layer)
+    assert allowed <= set(LAYERS[: LAYERS.index(layer)]), f"{layer} names a higher layer"
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_layer_imports_only_what_its_docstring_allows(layer: str) -> None:
+    allowed = allowed_by_docstring(layer) | {layer}
+    wrong = {
+        f"{module} imports {target}"
+        for module in modules()
+        if layer_of(module) == layer
+        for target in imports_of(module)
+        if target not in BASE and layer_of(target) not in allowed
+    }
+    assert not wrong, sorted(wrong)
+
+
+def test_nothing_in_a_layer_imports_the_entry_points() -> None:
+    wrong = {
+        f"{module} imports {target}"
+        for module in modules()
+        if module not in ENTRY
+        for target in imports_of(module)
+        if target in ENTRY
+    }
+    assert not wrong, sorted(wrong)
+
+
+def test_no_two_modules_need_each_other_when_imported() -> None:
+    graph = {m: imports_of(m, at_import_time=True) & set(modules()) for m in modules()}
+    state: dict[str, str] = {}
+    cycle: list[str] = []
+
+    def visit(module: str, path: list[str]) -> bool:
+        state[module] = "open"
+        for target in sorted(graph[module] - {module}):
+            if state.get(target) == "open":
+                cycle.extend([*path[path.index(target) :], target] if target in path else [target])
+                return True
+            if target not in state and visit(target, [*path, target]):
+                return True
+        state[module] = "done"
+        return False
+
+    for module in sorted(graph):
+        if module not in state and visit(module, [module]):
+            break
+    assert not cycle, " -> ".join(cycle)
+
+
+def test_the_registry_and_the_dispatch_pipeline_do_not_import_each_other() -> None:
+    registry, dispatch = "codeact.contract._registry", "codeact.contract._dispatch"
+    assert dispatch in imports_of(registry)  # the registry runs the pipeline...
+    assert registry not in imports_of(dispatch)  # ...which is handed what it needs
+
+
+def test_the_layer_check_sees_a_violation() -> None:
+    """The checker itself: an upward import written into a contract module is found."""
+    tree = ast.parse("from ..runtime._modes import Runtime")
+    node = tree.body[0]
+    assert isinstance(node, ast.ImportFrom)
+    target = _absolute("codeact.contract", node.level, node.module)
+    assert layer_of(target) == "runtime"
+    assert "runtime" not in allowed_by_docstring("contract")
