@@ -108,6 +108,7 @@ def test_every_module_lives_in_a_layer_or_is_an_entry_point() -> None:
     stray = {m for m in modules() if layer_of(m) is None and m not in BASE | ENTRY}
     assert not stray, f"modules outside every layer: {sorted(stray)}"
     assert {layer for layer in LAYERS if (PACKAGE / layer).is_dir()} == set(LAYERS)
+    assert not any(imports_of(module) for module in BASE)  # the base imports nothing of ours
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -116,49 +117,51 @@ def test_a_layer_may_import_only_layers_below_it(layer: str) -> None:
     assert allowed <= set(LAYERS[: LAYERS.index(layer)]), f"{layer} names a higher layer"
 
 
+def wrong_imports(module: str, targets: set[str]) -> set[str]:
+    """Which of ``targets`` a layered ``module`` may not import: a layer its folder's
+    docstring does not name, or an entry point."""
+    layer = layer_of(module)
+    assert layer is not None
+    allowed = allowed_by_docstring(layer) | {layer}
+    return {target for target in targets if target not in BASE and layer_of(target) not in allowed}
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of ``graph`` (module -> modules it imports), or [] when there is none."""
+    done: set[str] = set()
+
+    def walk(module: str, path: list[str]) -> list[str]:
+        for target in sorted(graph.get(module, set()) - {module}):
+            if target in path:
+                return [*path[path.index(target) :], target]
+            if target not in done:
+                found = walk(target, [*path, target])
+                if found:
+                    return found
+        done.add(module)
+        return []
+
+    for module in sorted(graph):
+        found = [] if module in done else walk(module, [module])
+        if found:
+            return found
+    return []
+
+
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_layer_imports_only_what_its_docstring_allows(layer: str) -> None:
-    allowed = allowed_by_docstring(layer) | {layer}
     wrong = {
         f"{module} imports {target}"
         for module in modules()
         if layer_of(module) == layer
-        for target in imports_of(module)
-        if target not in BASE and layer_of(target) not in allowed
-    }
-    assert not wrong, sorted(wrong)
-
-
-def test_nothing_in_a_layer_imports_the_entry_points() -> None:
-    wrong = {
-        f"{module} imports {target}"
-        for module in modules()
-        if module not in ENTRY
-        for target in imports_of(module)
-        if target in ENTRY
+        for target in wrong_imports(module, imports_of(module))
     }
     assert not wrong, sorted(wrong)
 
 
 def test_no_two_modules_need_each_other_when_imported() -> None:
     graph = {m: imports_of(m, at_import_time=True) & set(modules()) for m in modules()}
-    state: dict[str, str] = {}
-    cycle: list[str] = []
-
-    def visit(module: str, path: list[str]) -> bool:
-        state[module] = "open"
-        for target in sorted(graph[module] - {module}):
-            if state.get(target) == "open":
-                cycle.extend([*path[path.index(target) :], target] if target in path else [target])
-                return True
-            if target not in state and visit(target, [*path, target]):
-                return True
-        state[module] = "done"
-        return False
-
-    for module in sorted(graph):
-        if module not in state and visit(module, [module]):
-            break
+    cycle = import_cycle(graph)
     assert not cycle, " -> ".join(cycle)
 
 
@@ -168,11 +171,15 @@ def test_the_registry_and_the_dispatch_pipeline_do_not_import_each_other() -> No
     assert registry not in imports_of(dispatch)  # ...which is handed what it needs
 
 
-def test_the_layer_check_sees_a_violation() -> None:
-    """The checker itself: an upward import written into a contract module is found."""
-    tree = ast.parse("from ..runtime._modes import Runtime")
-    node = tree.body[0]
-    assert isinstance(node, ast.ImportFrom)
-    target = _absolute("codeact.contract", node.level, node.module)
-    assert layer_of(target) == "runtime"
-    assert "runtime" not in allowed_by_docstring("contract")
+def test_the_checks_see_what_they_are_meant_to_refuse() -> None:
+    """The checkers themselves, on imports and graphs written to be wrong."""
+    upward = _absolute("codeact.contract", 2, "runtime._modes")  # ``from ..runtime._modes``
+    written = {upward, "codeact", "codeact.plots", "codeact._version", "codeact.contract._json"}
+    assert wrong_imports("codeact.contract._dispatch", written) == {
+        "codeact.runtime._modes",
+        "codeact",
+        "codeact.plots",
+    }
+    assert wrong_imports("codeact.cli._main", written) == {"codeact", "codeact.plots"}
+    assert import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert import_cycle({"a": {"b", "a"}, "b": {"c"}, "c": set()}) == []

@@ -189,12 +189,14 @@ def mark_failed(span: Span, code: str, message: str) -> None:
 
 
 __all__ = [
+    "MAX_CONTENT_CHARS",
     "SEMCONV_VERSION",
     "attached",
     "configure_tracing",
     "current_context",
     "end_tool_span",
     "mark_failed",
+    "recording_content",
     "start_tool_span",
     "tool_context",
     "tracer",
