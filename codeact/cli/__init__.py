@@ -1,2 +1,2 @@
-"""The ``codeact`` command line (run, schemas, serve-mcp, compare).
+"""The ``codeact`` command line (run, schemas, serve-mcp, doctor, compare).
 May import: every layer."""
