@@ -32,6 +32,7 @@ from codeact import (
     thaw,
     tool,
 )
+from tests.hosts import REPO
 
 pytestmark = pytest.mark.anyio
 
@@ -601,7 +602,7 @@ async def test_a_pending_value_gives_a_script_nothing_to_escape_with(
 def test_the_plan_the_readme_shows_is_what_a_model_reads(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Preview, then commit", 1)[1]
     snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
     shown = section.split("```text\n", 1)[1].split("```", 1)[0]

@@ -28,8 +28,9 @@ from codeact import (
     tool,
 )
 from codeact.comparison._compare import bootstrap, same_answer
+from tests.hosts import REPO
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = REPO / "notebooks"
 sys.path.insert(0, str(NOTEBOOKS))
 from shop import TASKS, shop_tools  # noqa: E402  (the notebook's example, as a user wrote it)
 from standin import StandIn, serving  # noqa: E402

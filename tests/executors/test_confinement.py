@@ -27,13 +27,12 @@ import pytest
 from codeact.executors._confine import REQUIRED_LAYERS
 from codeact.executors._process import ProcessExecutor, Worker, WorkerLost, WorkerOptions
 from codeact.sandbox import Limits
-from tests.hosts import start_host
+from tests.hosts import REPO, start_host
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kernel confinement is Linux"),
 ]
-REPO = Path(__file__).resolve().parents[2]
 ESCAPE_MODULE = "tests.executors.escape_worker"
 
 

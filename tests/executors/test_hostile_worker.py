@@ -17,6 +17,7 @@ from codeact.executors._process import ProcessExecutor, WorkerOptions
 from codeact.executors._template import available
 from codeact.sandbox import Limits, ScriptOutcome
 from tests.executors.test_process import children, open_descriptors
+from tests.hosts import REPO
 
 pytestmark = pytest.mark.anyio
 
@@ -200,7 +201,7 @@ async def test_the_model_reads_a_bounded_error_through_the_runtime() -> None:
 
 def test_the_hostile_worker_is_test_only() -> None:
     """No production code names it: only a test that replaces the worker program can."""
-    package = Path(__file__).resolve().parents[2] / "codeact"
+    package = REPO / "codeact"
     assert not [p for p in package.rglob("*.py") if HOSTILE in p.read_text()]
     assert os.path.exists(Path(__file__).with_name("hostile_worker.py"))
 

@@ -23,10 +23,9 @@ from codeact.contract._policy import Action, Rule, RulePolicy
 from codeact.executors._in_process import Executor, InProcessExecutor
 from codeact.executors._process import FOLDER_PREFIX, ProcessExecutor
 from codeact.sandbox import Limits
-from tests.hosts import children_of, start_host, wait_until_listening
+from tests.hosts import REPO, children_of, start_host, wait_until_listening
 
 pytestmark = pytest.mark.anyio
-REPO = Path(__file__).resolve().parents[2]
 LIMITS = Limits(wall_seconds=20, cpu_seconds=20)
 EXECUTORS: dict[str, Callable[[], Executor]] = {
     "inprocess": lambda: InProcessExecutor(limits=LIMITS),
