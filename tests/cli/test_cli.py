@@ -263,6 +263,25 @@ def test_version_prints_the_package_version() -> None:
     assert done.stdout.strip() == f"codeact {package.__version__}"
 
 
+def test_commands_that_need_no_mcp_run_without_the_mcp_extra(tmp_path: Path) -> None:
+    """The MCP SDK is an optional extra: ``run`` and ``schemas`` work where it is missing
+    (here made unimportable in the subprocess), and only ``serve-mcp`` asks for it."""
+    script = tmp_path / "action.py"
+    script.write_text("print(1 + 1)")
+    missing = "import sys; sys.modules['mcp'] = None; from codeact.cli._main import main; "
+    for args in (["schemas", "--mode", "code"], ["run", str(script), "--executor", "inprocess"]):
+        done = subprocess.run(
+            [sys.executable, "-c", missing + f"sys.exit(main({args!r}))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert ("run_code" if args[0] == "schemas" else "2") in done.stdout
+
+
 def test_a_bad_flag_shows_the_usage_of_its_own_command() -> None:
     done = codeact("schemas", "--bogus")
     assert done.returncode == 2
