@@ -342,9 +342,8 @@ async def _execute(
         if served is not None:
             upcoming[0] = next(numbers) + 1
             return served
-        if around.relay is None or not decides_now(
-            around.registry.resolve(call.name), call, around.parent, plain
-        ):
+        resolved = around.registry.resolve(call.name)  # one route for the check and the call
+        if around.relay is None or not decides_now(resolved, call, around.parent, plain):
             return None
         upcoming[0] = next(numbers) + 1
         try:
@@ -358,7 +357,7 @@ async def _execute(
         try:
             with attached(around.traced):
                 result = execute_now(
-                    around.registry.resolve(call.name),
+                    resolved,
                     call,
                     parent=around.parent,
                     abort=around.abort,
