@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +28,8 @@ from ..sandbox import Limits
 from ._parser import Parser, positive, quiet_on_closed_pipe
 
 if TYPE_CHECKING:
+    from ..code_mode._durable import Durable
+    from ..contract._policy import Policy
     from ..runtime._modes import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -36,8 +40,9 @@ class UsageFailure(Exception):
     """Bad command-line usage; exit code 2."""
 
 
-def load_tools(spec: str, registry: ToolRegistry, *, app_dir: str = ".") -> None:
-    """Register what ``MODULE:ATTR`` names: a registry, a tool, a function, or a list of them.
+def load_tools(spec: str, registry: ToolRegistry, *, app_dir: str = ".") -> Policy | None:
+    """Register what ``MODULE:ATTR`` names: a registry, a tool, a function, or a list of them;
+    a registry's own policy is returned, to keep.
 
     ``app_dir`` (the current folder unless told) is importable first, so a module beside
     the user's script loads as it would for ``python -m``.
@@ -66,10 +71,16 @@ def load_tools(spec: str, registry: ToolRegistry, *, app_dir: str = ".") -> None
             registry.register(item)
         except (CodeActError, TypeError, ValueError) as error:
             raise UsageFailure(f"--tools {spec}: {error}") from None
+    return target.own_policy if isinstance(target, ToolRegistry) else None
 
 
-def build_registry(options: argparse.Namespace) -> ToolRegistry:
-    """The registry the options ask for: the standard tools and any ``--tools``."""
+def build_registry(options: argparse.Namespace, *, later: bool = False) -> ToolRegistry:
+    """The registry the options ask for: the standard tools and any ``--tools``, under one
+    policy made of ``--deny`` and ``--ask`` first, then a loaded registry's own rules.
+
+    ``later``: a call the policy asks about and ``--approve`` does not cover waits for a
+    decision (a server asks its client) instead of being declined.
+    """
     registry = ToolRegistry()
     allowed = list(options.allow_host or [])
     approved = set(options.approve or [])
@@ -83,19 +94,51 @@ def build_registry(options: argparse.Namespace) -> ToolRegistry:
             *(["http"] if allowed else []),
             *(["shell"] if "shell" in approved else []),
         ]
-        stdlib_bindings.register(
-            registry,
-            workspace=Path.cwd(),
-            http_allow=allowed,
-            include=groups,
-            approver=lambda invocation: invocation.name in approved,
-        )
-    for spec in options.tools or []:
-        load_tools(spec, registry, app_dir=options.app_dir)
-    unknown = approved - set(registry.names())
+        stdlib_bindings.register(registry, workspace=Path.cwd(), http_allow=allowed, include=groups)
+    loaded = [load_tools(spec, registry, app_dir=options.app_dir) for spec in options.tools or []]
+    named = approved | set(options.ask or []) | set(options.deny or [])
+    unknown = {name for name in named if not any(c in name for c in "*?[")} - set(registry.names())
     if unknown:
-        raise UsageFailure(f"--approve names no registered tool: {', '.join(sorted(unknown))}")
+        raise UsageFailure(
+            f"--approve, --ask or --deny names no registered tool: {', '.join(sorted(unknown))}"
+        )
+    registry.set_policy(_policy(options, registry.own_policy, loaded, later=later))
     return registry
+
+
+def _policy(
+    options: argparse.Namespace,
+    standard: Policy | None,
+    loaded: list[Policy | None],
+    *,
+    later: bool,
+) -> Policy:
+    """One policy for the command: the options' rules, then each loaded registry's, then the
+    standard tools' (shell asks); an asked call is approved by ``--approve``."""
+    from ..contract._policy import LATER, RulePolicy, ask, deny
+
+    approved = set(options.approve or [])
+    given = [deny(name) for name in options.deny or []] + [ask(name) for name in options.ask or []]
+    own = [policy for policy in loaded if policy is not None]
+    custom = [policy for policy in own if not isinstance(policy, RulePolicy)]
+    if custom:
+        if given or len(own) > 1:
+            raise UsageFailure(
+                "a --tools registry has a policy of its own kind, which --ask, --deny or "
+                "another registry's policy cannot be combined with"
+            )
+        return custom[0]
+    rules = [rule for policy in own if isinstance(policy, RulePolicy) for rule in policy.rules]
+    if isinstance(standard, RulePolicy):
+        rules.extend(standard.rules)
+    default = own[0].default if own and isinstance(own[0], RulePolicy) else RulePolicy().default
+
+    def approver(invocation: Any) -> Any:
+        if invocation.name in approved:
+            return True
+        return LATER if later else False
+
+    return RulePolicy([*given, *rules], default=default, approver=approver)
 
 
 def make_limits(options: argparse.Namespace) -> Limits:
@@ -113,7 +156,8 @@ def make_limits(options: argparse.Namespace) -> Limits:
         raise UsageFailure(str(error)) from None
 
 
-def make_executor(options: argparse.Namespace) -> Executor:
+def make_executor(options: argparse.Namespace, durable: Durable | None = None) -> Executor:
+    """The executor the options name; a durable runtime's workers take its hash seed."""
     limits = make_limits(options)
     if options.executor == "inprocess":
         return InProcessExecutor(limits=limits)
@@ -122,6 +166,7 @@ def make_executor(options: argparse.Namespace) -> Executor:
         idle = getattr(options, "idle_seconds", None)
         return ProcessExecutor(
             limits=limits,
+            hash_seed=None if durable is None else durable.hash_seed,
             **({"max_sessions": sessions} if sessions else {}),
             **({"idle_seconds": idle} if idle else {}),
         )
@@ -239,11 +284,10 @@ def command_compare(options: argparse.Namespace) -> int:
 
 
 def command_serve_mcp(options: argparse.Namespace) -> int:
-    from ..mcp._bridge import mcp_server, serve_stdio
-
-    registry = build_registry(options)
+    from ..mcp._server import mcp_server, serve_stdio
     from ..runtime._modes import Runtime
 
+    registry = build_registry(options, later=True)
     if options.executor == "inprocess":
         print(
             "codeact: warning: --executor inprocess runs scripts in this server's own process, "
@@ -251,42 +295,77 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
             "clients belong in worker processes (--executor process, the default).",
             file=sys.stderr,
         )
-    runtime = Runtime(registry, mode=options.mode, executor=make_executor(options))
-    server = mcp_server(runtime, mode=options.mode, json_text=options.json_text)
-    empty = "" if runtime.user_tools() else NO_TOOLS
-    if empty and not options.http:
-        print(f"codeact: serving MCP on stdio{empty}", file=sys.stderr, flush=True)
-    if options.http:
-        host, port = options.http
-        try:
-            import uvicorn  # noqa: F401 - only to say what is missing
-        except ImportError:
-            raise UsageFailure("--http needs uvicorn: pip install 'codeact[mcp]'") from None
-        from ..mcp._http import serve_http
-
-        anyio.run(
-            lambda: serve_http(
-                runtime,
-                server,
-                host=host,
-                port=port,
-                max_sessions=options.max_sessions,
-                max_sessions_per_client=options.max_sessions_per_client,
-                idle_seconds=options.idle_seconds,
-                note=empty,
-            )
+    with _recorded(options, registry) as durable:
+        runtime = Runtime(
+            registry, mode=options.mode, executor=make_executor(options, durable), durable=durable
         )
-    else:
+        server = mcp_server(
+            runtime,
+            mode=options.mode,
+            json_text=options.json_text,
+            idle_seconds=options.idle_seconds,
+            max_handles=options.max_sessions,
+            handles_per_client=options.max_sessions_per_client,
+        )
+        empty = "" if runtime.user_tools() else NO_TOOLS
+        if empty and not options.http:
+            print(f"codeact: serving MCP on stdio{empty}", file=sys.stderr, flush=True)
+        if options.http:
+            host, port = options.http
+            try:
+                import uvicorn  # noqa: F401 - only to say what is missing
+            except ImportError:
+                raise UsageFailure("--http needs uvicorn: pip install 'codeact[mcp]'") from None
+            from ..mcp._http import serve_http
 
-        async def serve() -> None:
-            # warm workers and the idle reaper while serving
-            async with runtime, anyio.create_task_group() as tasks:
-                tasks.start_soon(_stop_on_signal, runtime)
-                await serve_stdio(server)
-                tasks.cancel_scope.cancel()
+            anyio.run(
+                lambda: serve_http(
+                    runtime,
+                    server,
+                    host=host,
+                    port=port,
+                    max_sessions=options.max_sessions,
+                    max_sessions_per_client=options.max_sessions_per_client,
+                    idle_seconds=options.idle_seconds,
+                    note=empty,
+                )
+            )
+        else:
 
-        anyio.run(serve)
+            async def serve() -> None:
+                # warm workers and the idle reaper while serving
+                async with runtime, anyio.create_task_group() as tasks:
+                    tasks.start_soon(_stop_on_signal, runtime)
+                    await serve_stdio(server)
+                    tasks.cancel_scope.cancel()
+
+            anyio.run(serve)
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _recorded(options: argparse.Namespace, registry: ToolRegistry) -> Iterator[Durable | None]:
+    """The durable record a server keeps: in ``--record``'s SQLite file, or, when a policy
+    may ask (a run then waits for the client's answer), in a file of a folder of its own
+    that goes with the server. None when nothing needs one."""
+    from ..code_mode._durable import Durable
+    from ..contract._policy import Action, RulePolicy
+    from ..session._stores import SqliteStore
+
+    policy = registry.own_policy
+    asks = not isinstance(policy, RulePolicy) or any(
+        rule.action is Action.ASK for rule in policy.rules
+    )
+    if options.record is None and not asks:
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        if options.record is not None:
+            path = str(options.record)
+        else:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="codeact-runs-"))
+            path = os.path.join(folder, "runs.db")
+        yield Durable(lambda session: SqliteStore(path, session))
 
 
 async def _stop_on_signal(runtime: Runtime) -> None:
@@ -352,6 +431,19 @@ def _add_tool_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="TOOL",
         help="approve every call of TOOL its policy asks about (repeatable; shell needs it)",
+    )
+    parser.add_argument(
+        "--ask",
+        action="append",
+        metavar="TOOL",
+        help="ask before every call of TOOL (repeatable; a pattern such as 'write_*' too); "
+        "serve-mcp asks the client, run declines what --approve does not cover",
+    )
+    parser.add_argument(
+        "--deny",
+        action="append",
+        metavar="TOOL",
+        help="refuse every call of TOOL (repeatable; a pattern too)",
     )
     parser.add_argument(
         "--app-dir",
@@ -434,6 +526,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive(float),
         default=IDLE_SECONDS,
         help=f"a session idle this long is closed (default {IDLE_SECONDS:g})",
+    )
+    serve.add_argument(
+        "--record",
+        metavar="PATH",
+        help="the SQLite file that records runs (default: where a policy asks, a file that "
+        "goes with the server)",
     )
     serve.set_defaults(parser=serve, handler=command_serve_mcp)
     doctor = commands.add_parser("doctor", help="show which kernel layers confine a worker here")

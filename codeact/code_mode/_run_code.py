@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 RUN_CODE = "run_code"
 DEFAULT_SESSION = "default"
+# What run_code's description says of names; a server whose clients keep names another way
+# (MCP's state handles) says that instead.
+PERSIST_SENTENCE = "Names you define persist to the next run_code call. "
 MAX_LISTED_CALLS = 20  # a failed run's calls as the model reads them; the log keeps them all
 
 OUTPUT_SCHEMA: dict[str, JsonValue] = {
@@ -89,8 +92,8 @@ def describe_run_code(
         "call it with positional or keyword arguments and use what it returns. "
         "A failed call raises ToolError (with .code and .message), which the script may catch. "
         "The value of the last expression is returned as the result, with everything printed. "
-        "Names you define persist to the next run_code call. "
-        "To run calls concurrently, await them together: "
+        + PERSIST_SENTENCE
+        + "To run calls concurrently, await them together: "
         "import asyncio, then await asyncio.gather(*(tool(x) for x in xs)).",
         f"Importable modules: {', '.join(sorted(modules))}.",
         f"Limits: {limits.wall_seconds:g} s of script time (waiting for a tool does not "

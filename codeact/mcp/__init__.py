@@ -10,15 +10,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._bridge import MCPConnection, mcp_server, serve_stdio
+    from ._bridge import MCPConnection
+    from ._server import mcp_server, serve_stdio
+    from ._tasks import TaskClient
+
+_WHERE = {
+    "MCPConnection": "._bridge",
+    "TaskClient": "._tasks",
+    "mcp_server": "._server",
+    "serve_stdio": "._server",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from . import _bridge
+    if name in _WHERE:
+        import importlib
 
-        return getattr(_bridge, name)
+        return getattr(importlib.import_module(_WHERE[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["MCPConnection", "mcp_server", "serve_stdio"]
+__all__ = ["MCPConnection", "TaskClient", "mcp_server", "serve_stdio"]

@@ -1,19 +1,19 @@
-"""MCP: take in MCP servers' tools as registry tools, and serve a runtime over MCP.
+"""MCP servers' tools taken in as registry tools.
 
 Needs the optional extra ``codeact[mcp]`` (the official ``mcp`` SDK). An
-:class:`MCPConnection` keeps one session per server open in a background task and
+:class:`MCPConnection` keeps one client per server open in a background task and
 reconnects after a failure; while the server is down its tools answer with a clear
-error. :func:`mcp_server` serves a runtime in any mode: in code mode, MCP clients get
-the one ``run_code`` tool over every registered tool (MCP-bound ones included).
+error. A server's questions (an elicitation inside a tool call) go to the ``elicitation``
+handler the embedding code gives; a tool the server runs as a task is awaited to its
+result (the tasks extension).
 """
 
 from __future__ import annotations
 
-import itertools
+import contextvars
 import logging
 import os
 import sys
-import uuid
 from collections.abc import Mapping
 from typing import Any, NoReturn, TextIO
 
@@ -21,24 +21,24 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import ElicitationFnT
 from mcp.client.stdio import stdio_client
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from ..code_mode._script_names import native_names
 from ..contract import _results as blocks
-from ..contract._call import ToolCall
-from ..contract._dispatch import progress_reporter
-from ..contract._exceptions import ToolDefinitionError, ToolError
-from ..contract._json import dumps, thaw
-from ..contract._policy import Approver, RulePolicy, ask
+from ..contract._dispatch import current_invocation, progress_reporter
+from ..contract._exceptions import ErrorCode, ToolDefinitionError, ToolError
+from ..contract._json import dumps
+from ..contract._policy import DECIDED, Approver, RulePolicy, ask
 from ..contract._registry import Owner, ToolRegistry
 from ..contract._tool import Tool
-from ..runtime._modes import Mode, Runtime
-from ._http import HTTP_SESSION
+from ._tasks import TaskClient
 
 RETRY_SECONDS = 1.0
-REQUEST_SESSION = "mcp-request-"
+# the questions a server asked during this task's call that nothing here could answer
+_QUESTIONS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "codeact_mcp_questions", default=None
+)
 LOG = logging.getLogger("codeact.mcp")
 # codeact's own tool names: a server tool so named is renamed, never hidden
 RESERVED = frozenset({"run_code", "search_tools", "describe"})
@@ -57,8 +57,12 @@ class MCPConnection:
         retry_seconds: float = RETRY_SECONDS,
         strict: bool = False,
         mode: str = "auto",
+        elicitation: ElicitationFnT | None = None,
     ) -> None:
         self.server = server
+        # answers the server's questions (the SDK's elicitation callback); without one, a
+        # tool whose server asks fails with a ToolError that carries the question
+        self.elicitation = elicitation
         self.mode = mode  # the MCP client's: "auto", "legacy" (initialize handshake), a version
         self.prefix = prefix
         self.retry_seconds = retry_seconds
@@ -100,7 +104,11 @@ class MCPConnection:
         while not self._closing:
             try:
                 async with Client(
-                    _transport(self.server), message_handler=self._notified, mode=self.mode
+                    _transport(self.server),
+                    message_handler=self._notified,
+                    mode=self.mode,
+                    elicitation_callback=self._asked,
+                    extensions=[TaskClient()],
                 ) as client:
                     self._client, self.last_error = client, None
                     if not started:
@@ -226,8 +234,17 @@ class MCPConnection:
             async def progress(progress: float, total: float | None, message: str | None) -> None:
                 report(progress, total, message)
 
-            result = await client.call_tool(name, dict(arguments), progress_callback=progress)
+            questions: list[str] = []
+            token = _QUESTIONS.set(questions)
+            try:
+                result = await client.call_tool(name, dict(arguments), progress_callback=progress)
+            finally:
+                _QUESTIONS.reset(token)
         except MCPError as error:
+            if questions:  # the server asked, and no one here could answer now
+                raise ToolError(
+                    f"the MCP server asks: {questions[0]}", ErrorCode.SUSPENDED
+                ) from None
             if "closed" not in str(error).lower():
                 raise ToolError(f"the MCP server refused the call: {error}") from None
             self._went_away(error)
@@ -249,6 +266,24 @@ class MCPConnection:
             return text
         # media and resources stay in the value, as plain data a script can read
         return {"text": text, "content": [_plain_block(block) for block in result.content]}
+
+    async def _asked(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """A server's question during a call: the embedding code's handler answers it. With
+        none, a durable run suspends on the call with the question (a person approving it
+        on resume accepts the form as it stands); elsewhere the call fails with it."""
+        if self.elicitation is not None:
+            return await self.elicitation(context, params)
+        invocation = current_invocation()
+        if invocation is not None and DECIDED.get().get(invocation.call_id) is True:
+            return types.ElicitResult(action="accept", content=_defaults(params))
+        asked = _QUESTIONS.get()
+        if asked is not None:
+            asked.append(params.message)
+        return types.ErrorData(
+            code=types.INVALID_REQUEST, message=f"no one here can answer now: {params.message}"
+        )
 
     def destructive(self) -> list[str]:
         """The bound tools that may destroy something, by the MCP spec's defaults: not
@@ -276,6 +311,22 @@ class MCPConnection:
                 f"the MCP server is down ({self.last_error or 'not connected'}); reconnecting"
             )
         return self._client
+
+
+def _defaults(params: types.ElicitRequestParams) -> dict[str, Any]:
+    """A form accepted as it stands, as approving it means: each field's default, and yes
+    to each yes-or-no question that has none."""
+    schema = getattr(params, "requested_schema", None) or {}
+    fields = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
+    accepted: dict[str, Any] = {}
+    for name, field in fields.items():
+        if not isinstance(field, Mapping):
+            continue
+        if "default" in field:
+            accepted[name] = field["default"]
+        elif field.get("type") == "boolean":
+            accepted[name] = True
+    return accepted
 
 
 def _transport(server: Any) -> Any:
@@ -364,125 +415,4 @@ def _content_block(block: Mapping[str, Any]) -> blocks.ContentBlock:
     return blocks.TextBlock(text=f"[{kind} content]")
 
 
-def mcp_server(
-    runtime: Runtime,
-    *,
-    mode: Mode | str | None = None,
-    name: str = "codeact",
-    json_text: bool = False,
-) -> Server[Any]:
-    """An MCP server offering ``runtime``'s tools as advertised in ``mode``.
-
-    A result's model-readable blocks are its content, and its structured form goes in
-    ``structuredContent`` only, so a model reads each result once. ``json_text=True``
-    also appends the structured form as a JSON text block, for clients that read
-    structured results from the text alone (what the spec suggests for older clients).
-    """
-    numbers = itertools.count(1)
-
-    async def list_tools(
-        context: Any, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[_served_tool(s, runtime.tool(str(s["name"]))) for s in runtime.schemas(mode)]
-        )
-
-    async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        call = ToolCall(f"mcp-{next(numbers)}", params.name, dict(params.arguments or {}))
-        if params.name not in runtime.advertised(mode):  # the spec's protocol error
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
-        session = client_session(context)
-        try:
-            result = await runtime.execute(call, mode=mode, session=session)
-        finally:
-            if session.startswith(REQUEST_SESSION):  # stateless: its session ends with it
-                await runtime.close_session(session)
-        value = None if result.is_error else thaw(result.value)
-        structured = value if isinstance(value, dict) else None
-        content = [_mcp_block(block) for block in result.content]
-        serialized = None if structured is None or not json_text else dumps(structured)
-        if serialized is not None and serialized != result.text:
-            content.append(types.TextContent(type="text", text=serialized))
-        return types.CallToolResult(
-            content=content, structured_content=structured, is_error=result.is_error
-        )
-
-    return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-def _mcp_block(block: blocks.ContentBlock) -> types.ContentBlock:
-    """A result's block as MCP content (media and resources as themselves)."""
-    if isinstance(block, blocks.ImageBlock):
-        return types.ImageContent(type="image", data=block.data, mime_type=block.mime_type)
-    if isinstance(block, blocks.AudioBlock):
-        return types.AudioContent(type="audio", data=block.data, mime_type=block.mime_type)
-    if isinstance(block, blocks.ResourceBlock) and (
-        block.body is not None or block.blob is not None
-    ):
-        contents: types.TextResourceContents | types.BlobResourceContents = (
-            types.TextResourceContents(uri=block.uri, mime_type=block.mime_type, text=block.body)
-            if block.body is not None
-            else types.BlobResourceContents(
-                uri=block.uri, mime_type=block.mime_type, blob=block.blob or ""
-            )
-        )
-        return types.EmbeddedResource(type="resource", resource=contents)
-    if isinstance(block, blocks.ResourceLinkBlock):
-        return types.ResourceLink(
-            type="resource_link",
-            uri=block.uri,
-            name=block.name or block.uri,
-            mime_type=block.mime_type,
-        )
-    return types.TextContent(type="text", text=block.text)
-
-
-def _served_tool(schema: Mapping[str, Any], tool: Tool | None) -> types.Tool:
-    """A tool as ``tools/list`` shows it: its advertisement, output schema, annotations."""
-    hints = dict(tool.annotations or {}) if tool is not None else {}
-    title = hints.pop("title", None)
-    return types.Tool(
-        name=str(schema["name"]),
-        title=str(title) if title else None,
-        description=str(schema["description"]),
-        input_schema=dict(schema["parameters"]),
-        output_schema=_object_schema(tool),
-        annotations=types.ToolAnnotations.model_validate({"title": title, **hints})
-        if hints or title
-        else None,
-    )
-
-
-def _object_schema(tool: Tool | None) -> dict[str, Any] | None:
-    """A tool's output schema, when MCP can carry it (an object: structured content is one)."""
-    schema = None if tool is None else tool.output_schema
-    if isinstance(schema, dict) and schema.get("type") == "object":
-        return dict(schema)
-    return None
-
-
-def client_session(context: Any) -> str:
-    """The script session of the MCP client behind a request: one per client, never shared.
-
-    Over streamable HTTP a client of the handshake era is its ``Mcp-Session-Id``; a
-    request without one (the stateless 2026-07-28 era has none) gets a session of its
-    own, closed when it ends. Over stdio the connection is the client.
-    """
-    request = getattr(context, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        session_id = headers.get("mcp-session-id")
-        if session_id:
-            return f"{HTTP_SESSION}{session_id}"
-        return f"{REQUEST_SESSION}{uuid.uuid4().hex}"
-    connection = getattr(getattr(context, "session", None), "_connection", None)
-    return f"mcp-connection-{id(connection)}"
-
-
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve one MCP connection over this process's stdin and stdout."""
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-__all__ = ["MCPConnection", "mcp_server", "serve_stdio"]
+__all__ = ["MCPConnection", "render_content"]

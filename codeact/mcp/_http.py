@@ -82,7 +82,13 @@ class ClientSessions:
         """A request without a session: an ``initialize`` opens one, if the client may."""
         body = await _body(receive)
         client = _client(scope)
-        opening = body is not None and _is_initialize(body)
+        opening = False
+        if body is not None:
+            try:
+                opening = _is_initialize(body)
+            except RecursionError:  # nested past any parser's depth: answered here, not a 500
+                await _refuse(send, 400, "the request body is nested too deeply to read")
+                return
         if opening:
             self._forget_idle()
             held = sum(1 for h in self._open.values() if h.client == client)
@@ -168,6 +174,7 @@ def _replayed(body: bytes, receive: Receive) -> Receive:
 
 
 def _is_initialize(body: bytes) -> bool:
+    """Whether the body opens a session; text that is no JSON is the SDK's to answer."""
     try:
         request = json.loads(body)
     except ValueError:
