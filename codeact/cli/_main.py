@@ -23,9 +23,9 @@ from ..contract._registry import ToolRegistry
 from ..contract._results import ToolExecutionResult
 from ..executors._in_process import Executor, InProcessExecutor
 from ..executors._process import ProcessExecutor
-from ..mcp._http import IDLE_SECONDS, MAX_SESSIONS, MAX_SESSIONS_PER_CLIENT
+from ..mcp._http import IDLE_SECONDS, MAX_SESSIONS, MAX_SESSIONS_PER_CLIENT, TASK_AFTER_SECONDS
 from ..sandbox import Limits
-from ._parser import Parser, positive, quiet_on_closed_pipe
+from ._parser import Parser, non_negative, positive, quiet_on_closed_pipe
 
 if TYPE_CHECKING:
     from ..code_mode._durable import Durable
@@ -96,14 +96,18 @@ def build_registry(options: argparse.Namespace, *, later: bool = False) -> ToolR
         ]
         stdlib_bindings.register(registry, workspace=Path.cwd(), http_allow=allowed, include=groups)
     loaded = [load_tools(spec, registry, app_dir=options.app_dir) for spec in options.tools or []]
-    named = approved | set(options.ask or []) | set(options.deny or [])
-    unknown = {name for name in named if not any(c in name for c in "*?[")} - set(registry.names())
-    if unknown:
-        raise UsageFailure(
-            f"--approve, --ask or --deny names no registered tool: {', '.join(sorted(unknown))}"
-        )
+    known = set(registry.names())
+    for flag, names in (("--approve", approved), ("--ask", options.ask), ("--deny", options.deny)):
+        unknown = {name for name in names or () if not _pattern(name)} - known
+        if unknown:
+            raise UsageFailure(f"{flag} names no registered tool: {', '.join(sorted(unknown))}")
     registry.set_policy(_policy(options, registry.own_policy, loaded, later=later))
     return registry
+
+
+def _pattern(name: str) -> bool:
+    """A shell-style pattern (``write_*``): it may match no tool yet."""
+    return any(mark in name for mark in "*?[")
 
 
 def _policy(
@@ -133,8 +137,8 @@ def _policy(
         rules.extend(standard.rules)
     default = own[0].default if own and isinstance(own[0], RulePolicy) else RulePolicy().default
 
-    def approver(invocation: Any) -> Any:
-        if invocation.name in approved:
+    def approver(question: Any) -> Any:  # a call (an Invocation), or a previewed plan
+        if getattr(question, "name", None) in approved:
             return True
         return LATER if later else False
 
@@ -193,7 +197,12 @@ async def run_previewed(
     from ..runtime._modes import Runtime
     from ..session._stores import SqliteStore
 
-    if registry.own_policy is None:
+    policy = registry.own_policy
+    if isinstance(policy, RulePolicy):  # the person at the terminal decides the plan
+        registry.set_policy(
+            RulePolicy(policy.rules, default=policy.default, approver=ask_on_terminal)
+        )
+    elif policy is None:
         registry.set_policy(RulePolicy(approver=ask_on_terminal))
     record = os.path.join(folder, "runs.db")
     runtime = Runtime(registry, limits=limits, durable=Durable(lambda s: SqliteStore(record, s)))
@@ -306,6 +315,7 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
             idle_seconds=options.idle_seconds,
             max_handles=options.max_sessions,
             handles_per_client=options.max_sessions_per_client,
+            task_after_seconds=options.task_after_seconds,
         )
         empty = "" if runtime.user_tools() else NO_TOOLS
         if empty and not options.http:
@@ -359,6 +369,11 @@ def _recorded(options: argparse.Namespace, registry: ToolRegistry) -> Iterator[D
     if options.record is None and not asks:
         yield None
         return
+    if options.executor != "process":
+        raise UsageFailure(
+            "a policy that asks, and --record, need recorded runs, which run in worker "
+            "processes: use --executor process (the default)"
+        )
     with contextlib.ExitStack() as stack:
         if options.record is not None:
             path = str(options.record)
@@ -526,6 +541,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive(float),
         default=IDLE_SECONDS,
         help=f"a session idle this long is closed (default {IDLE_SECONDS:g})",
+    )
+    serve.add_argument(
+        "--task-after-seconds",
+        type=non_negative(float),
+        default=TASK_AFTER_SECONDS,
+        help="a call from a client that takes tasks becomes one when it runs longer "
+        f"(default {TASK_AFTER_SECONDS:g}; 0: always)",
     )
     serve.add_argument(
         "--record",

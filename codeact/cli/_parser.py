@@ -25,14 +25,24 @@ class Parser(argparse.ArgumentParser):
 
 def positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
     """An argparse type: a number above 0."""
+    return _bounded(kind, lambda value: value > 0, "above 0")
 
+
+def non_negative(kind: Callable[[str], float]) -> Callable[[str], Any]:
+    """An argparse type: a number of 0 or more."""
+    return _bounded(kind, lambda value: value >= 0, "0 or more")
+
+
+def _bounded(
+    kind: Callable[[str], float], holds: Callable[[float], bool], wanted: str
+) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        if not holds(value):  # NaN holds nothing
+            raise argparse.ArgumentTypeError(f"must be {wanted}, not {text}")
         return value
 
     return parse

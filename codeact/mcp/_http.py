@@ -32,6 +32,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 MAX_SESSIONS = 32
 MAX_SESSIONS_PER_CLIENT = 8
 IDLE_SECONDS = 300.0
+TASK_AFTER_SECONDS = 1.0  # a run longer than this becomes a task, for clients that take them
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the SDK's own bound on a request body
 SESSION_HEADER = b"mcp-session-id"
 HTTP_SESSION = "mcp-http-"  # the script session of MCP session X is HTTP_SESSION + X

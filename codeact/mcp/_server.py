@@ -26,6 +26,7 @@ from ..contract import _results as blocks
 from ..contract._call import ToolCall
 from ..contract._exceptions import ErrorCode, UsageError
 from ..contract._json import dumps, thaw
+from ..contract._policy import DECIDED
 from ..contract._results import ToolExecutionResult, failure
 from ..contract._tool import Tool
 from ..runtime._modes import Mode, Runtime
@@ -255,21 +256,48 @@ class _Call:
             return await self.runtime.execute(
                 self.call, mode=self.serving.mode, session=self.placement.session
             )
-        waiting = {call.call_id for call in self.runtime.pending(self.placement.session)}
-        if not set(self.resuming.asked) <= waiting:
-            raise refused("the run no longer waits on the calls this question asked about")
+        if self.call.name == RUN_CODE:
+            waiting = {call.call_id for call in self.runtime.pending(self.placement.session)}
+            if not set(self.resuming.asked) <= waiting:
+                raise refused("the run no longer waits on the calls this question asked about")
         return await self._resumed(list(self.resuming.asked), self.answers)
 
     async def _resumed(self, asked: list[str], answers: Mapping[str, Any]) -> ToolExecutionResult:
+        """The run goes on from its record with these decisions; a native call runs again
+        under its first id, which the decision is for (calls not answered stay undecided)."""
+        decided = decisions(asked, answers)
+        if self.call.name != RUN_CODE:
+            token = DECIDED.set({**DECIDED.get(), **decided})
+            try:
+                again = ToolCall(asked[0], self.call.name, self.call.arguments)
+                return await self.runtime.execute(
+                    again, mode=self.serving.mode, session=self.placement.session
+                )
+            finally:
+                DECIDED.reset(token)
         try:
-            return await self.runtime.resume(self.placement.session, decisions(asked, answers))
+            return await self.runtime.resume(self.placement.session, decided)
         except (ReplayDiverged, UsageError) as error:
             return failure(self.call.id, RUN_CODE, ErrorCode.REPLAY_DIVERGED, str(error))
 
     def _waiting(self, result: ToolExecutionResult) -> list[PendingCall]:
-        if self.runtime.durable is None or not result.is_error:
+        """The calls a result waits on: a durable run's pending calls, or a native call the
+        policy asks about (its approver deferred it)."""
+        if not result.is_error or result.error.code != ErrorCode.SUSPENDED:
             return []
-        if result.error.code != ErrorCode.SUSPENDED:
+        if self.call.name != RUN_CODE:
+            arguments = self.call.parsed_arguments()
+            return [
+                PendingCall(
+                    run="",
+                    call_id=result.call_id,
+                    position=0,
+                    name=self.call.name,
+                    arguments=arguments if isinstance(arguments, dict) else {},
+                    reason=result.error.message,
+                )
+            ]
+        if self.runtime.durable is None:
             return []
         return self.runtime.pending(self.placement.session)
 

@@ -32,8 +32,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field, TypeAdapter
 
+from ._http import TASK_AFTER_SECONDS
+
 TASKS = "io.modelcontextprotocol/tasks"
-AFTER_SECONDS = 1.0
+AFTER_SECONDS = TASK_AFTER_SECONDS
 POLL_MS = 200
 TTL_SECONDS = 3600.0
 MAX_TASKS = 256
