@@ -235,23 +235,39 @@ async def test_an_approved_charge_runs_once_over_stdio(tmp_path: Path, mode: str
     assert effects.read_text().splitlines() == ["note before", "charge 90", "note after"]
 
 
-async def test_approval_over_http_accepted_declined_and_unanswerable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_approval_over_http_accepted_declined_and_unanswerable(
+    tmp_path: Path, mode: str
+) -> None:
+    keep = {"session": "new"} if mode == "auto" else {}  # a handle, where names need one
     async with http(tmp_path) as served:
-        async with Client(served.url, elicitation_callback=say(True)) as client:
-            approved = await client.call_tool("run_code", {"code": SCRIPT, "session": "new"})
+        async with Client(served.url, mode=mode, elicitation_callback=say(True)) as client:
+            approved = await client.call_tool("run_code", {"code": SCRIPT, **keep})
             assert "charged 90" in text(approved)
-            assert handle_of(approved)  # the resumed call answers with its handle
+            if keep:
+                assert handle_of(approved)  # the resumed call answers with its handle
         assert served.made() == ["note before", "charge 90", "note after"]
-        async with Client(served.url, elicitation_callback=say(False)) as client:
+        async with Client(served.url, mode=mode, elicitation_callback=say(False)) as client:
             declined = await client.call_tool("run_code", {"code": GUARDED})
             assert "declined: a person declined this call" in text(declined)
         assert served.made()[3:] == ["note before", "note after"]
-        async with Client(served.url) as client:  # no elicitation: it cannot be asked
+        async with Client(served.url, mode=mode) as client:  # no elicitation: cannot be asked
             waiting = await client.call_tool("run_code", {"code": SCRIPT})
         assert waiting.is_error
         assert "waits for approval" in text(waiting)
         assert "cannot be asked" in text(waiting)
         assert served.made()[5:] == ["note before"]
+
+
+async def test_serve_mcp_asks_and_denies_what_its_options_say(tmp_path: Path) -> None:
+    effects = tmp_path / "effects.txt"
+    server = stdio(effects, "--ask", "note", "--deny", "tick")
+    async with Client(server, elicitation_callback=say(False)) as client:
+        asked = await client.call_tool("run_code", {"code": "note('x')"})
+        denied = await client.call_tool("run_code", {"code": "tick(1)"})
+    assert "declined" in text(asked)
+    assert "POLICY_DENIED" in text(denied)
+    assert not effects.exists()
 
 
 async def test_a_forged_or_replayed_request_state_is_refused(tmp_path: Path) -> None:
