@@ -338,6 +338,7 @@ class Worker:
             await self.kill()
             return _lost(
                 ErrorCode.CODE_RESOURCE_LIMIT,
+                f"the script exceeded its wall-clock time ({limits.wall_seconds:g} s) limit: "
                 f"the worker was killed at the {limits.wall_seconds:g} s deadline",
                 serving.records,
             )

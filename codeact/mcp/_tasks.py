@@ -185,6 +185,11 @@ class TaskBoard:
                 task.error = error.error.model_dump(mode="json", by_alias=True, exclude_none=True)
                 task.set("failed", error.error.message)
                 return
+            except Exception as error:  # a task's failure is its own, never the server's
+                message = f"the task failed: {type(error).__name__}: {error}"
+                task.error = {"code": types.INTERNAL_ERROR, "message": message}
+                task.set("failed", message)
+                return
             task.result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
             task.set("completed", "failed" if result.is_error else "completed")
         if task.scope.cancelled_caught:
