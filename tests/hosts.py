@@ -16,6 +16,22 @@ import anyio
 REPO = Path(__file__).resolve().parent.parent
 
 
+@contextmanager
+def machine_lock(name: str) -> Iterator[None]:
+    """Held by one test process of this machine at a time (the suite runs in several):
+    for installing what every process shares, a package or a cached server."""
+    import fcntl
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / f"codeact-tests-{name}.lock"
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def children_of(pid: int) -> set[int]:
     """Live (not zombie) child processes of ``pid``, read from /proc."""
     found = set()

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.hosts import machine_lock
+
 INSTALL_SECONDS = 600
 START_SECONDS = 60
 
@@ -56,12 +58,12 @@ def running_server() -> Iterator[str]:
 
     Raises ``LookupError`` (with the reason) where no server can be had.
     """
-    binaries = server_binaries()
-    if binaries is None:
-        problem = install()
+    with machine_lock("apt"):  # one process installs it; the others wait, then find it
         binaries = server_binaries()
-        if binaries is None:
-            raise LookupError(problem or "PostgreSQL's server binaries were not found")
+        problem = None if binaries is not None else install()
+        binaries = server_binaries()
+    if binaries is None:
+        raise LookupError(problem or "PostgreSQL's server binaries were not found")
     as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     folder = Path(tempfile.mkdtemp(prefix="codeact-pg-"))
     if as_postgres:

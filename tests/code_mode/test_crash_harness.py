@@ -85,16 +85,24 @@ async def uncrashed(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
     return shown(result), events
 
 
+# Each test's boundaries are dealt to shards (every SHARDS-th one), so parallel test
+# processes share the work; together the shards cover every boundary.
+WORKER_SHARDS = 2
+HOST_SHARDS = 4
+
+
+@pytest.mark.parametrize("shard", range(WORKER_SHARDS))
 async def test_the_worker_killed_at_every_event_boundary(
-    folder: Path, uncrashed: tuple[dict[str, Any], list[dict[str, Any]]]
+    folder: Path, uncrashed: tuple[dict[str, Any], list[dict[str, Any]]], shard: int
 ) -> None:
     expected, events = uncrashed
-    ledger = Ledger(folder / "worker.ledger")
+    ledger = Ledger(folder / f"worker-{shard}.ledger")
     kills = KillAfter(open_store("jsonl", str(folder)), 0, lambda: None)
     async with Runtime(registry(ledger), durable=Durable(kills, hash_seed=HASH_SEED)) as host:
         killed = 0
         # event 1 is written before the run has a worker; every later boundary has one
-        for at in range(2, len(events) + 1):
+        boundaries = range(2 + shard, len(events) + 1, WORKER_SHARDS)
+        for at in boundaries:
             session = f"worker-{at}"
 
             def kill_worker(session: str = session) -> None:
@@ -113,7 +121,7 @@ async def test_the_worker_killed_at_every_event_boundary(
             assert_effects_once(ledger, session)
             await host.close_session(session)
     # a kill after the last call's answer (or the run's end) may come too late to matter
-    assert killed >= len(events) - 3
+    assert killed >= len(boundaries) - 3
 
 
 @pytest.fixture(scope="module")
@@ -142,17 +150,19 @@ async def resumer(folder: Path) -> AsyncIterator[tuple[Runtime, Ledger]]:
         yield host, ledger
 
 
+@pytest.mark.parametrize("shard", range(HOST_SHARDS))
 async def test_the_host_killed_at_every_event_boundary(
     folder: Path,
     uncrashed: tuple[dict[str, Any], list[dict[str, Any]]],
     zygote: subprocess.Popen[str],
     resumer: tuple[Runtime, Ledger],
+    shard: int,
 ) -> None:
     expected, events = uncrashed
     host, ledger = resumer
     assert zygote.stdin is not None
     assert zygote.stdout is not None
-    for at in range(1, len(events) + 1):
+    for at in range(1 + shard, len(events) + 1, HOST_SHARDS):
         session = f"host-{at}"
         zygote.stdin.write(f"jsonl {folder} {ledger.path} {session} {at}\n")
         zygote.stdin.flush()

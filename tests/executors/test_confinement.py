@@ -27,7 +27,7 @@ import pytest
 from codeact.executors._confine import REQUIRED_LAYERS
 from codeact.executors._process import ProcessExecutor, Worker, WorkerLost, WorkerOptions
 from codeact.sandbox import Limits
-from tests.hosts import REPO, start_host
+from tests.hosts import REPO, machine_lock, start_host
 
 pytestmark = [
     pytest.mark.anyio,
@@ -242,18 +242,19 @@ def _alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def bwrap() -> str:
     """bubblewrap, installed from the distribution's packages when missing."""
-    found = shutil.which("bwrap")
-    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for command in (
-            ["apt-get", "update", "-qq"],
-            ["apt-get", "install", "-y", "-qq", "bubblewrap"],
-        ):
-            try:
-                subprocess.run(command, check=False, capture_output=True, timeout=300, env=env)
-            except subprocess.TimeoutExpired:
-                break
+    with machine_lock("apt"):  # one test process installs; the others wait, then find it
         found = shutil.which("bwrap")
+        if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            for command in (
+                ["apt-get", "update", "-qq"],
+                ["apt-get", "install", "-y", "-qq", "bubblewrap"],
+            ):
+                try:
+                    subprocess.run(command, check=False, capture_output=True, timeout=300, env=env)
+                except subprocess.TimeoutExpired:
+                    break
+            found = shutil.which("bwrap")
     if found is None:
         pytest.skip("bubblewrap is not installed and could not be installed here")
     probe = subprocess.run(

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from mcp import StdioServerParameters
 
+from tests.hosts import machine_lock
+
 PACKAGES = {
     "@modelcontextprotocol/server-everything": "2026.8.31",
     "@modelcontextprotocol/server-filesystem": "2026.8.31",
@@ -38,19 +40,22 @@ def installed(package: str) -> tuple[str, Path]:
     version = PACKAGES[package]
     folder = CACHE / f"npm-{package.replace('/', '-').lstrip('@')}-{version}"
     package_folder = folder / "node_modules" / package
-    if not (package_folder / "package.json").exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(folder)]
-        try:
-            subprocess.run(
-                [*command, f"{package}@{version}"],
-                check=True,
-                capture_output=True,
-                timeout=INSTALL_TIMEOUT_SECONDS,
-            )
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
-            output = (getattr(error, "stderr", b"") or b"").decode(errors="replace")
-            pytest.skip(
-                f"the npm registry could not be reached to install {package}: {output[-300:]}"
-            )
+    with machine_lock("npm"):  # one test process installs; the others wait, then find it
+        if not (package_folder / "package.json").exists():
+            _install(npm, package, version, folder)
     return node, package_folder
+
+
+def _install(npm: str, package: str, version: str, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(folder)]
+    try:
+        subprocess.run(
+            [*command, f"{package}@{version}"],
+            check=True,
+            capture_output=True,
+            timeout=INSTALL_TIMEOUT_SECONDS,
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+        output = (getattr(error, "stderr", b"") or b"").decode(errors="replace")
+        pytest.skip(f"the npm registry could not be reached to install {package}: {output[-300:]}")
