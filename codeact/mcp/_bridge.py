@@ -61,7 +61,7 @@ class MCPConnection:
     ) -> None:
         self.server = server
         # answers the server's questions (the SDK's elicitation callback); without one, a
-        # tool whose server asks fails with a ToolError that carries the question
+        # question stops the call with it (SUSPENDED: a durable run waits for a person)
         self.elicitation = elicitation
         self.mode = mode  # the MCP client's: "auto", "legacy" (initialize handshake), a version
         self.prefix = prefix
