@@ -232,31 +232,32 @@ async def serve_http(
         prepare = getattr(runtime.executor, "prepare", None)
         if prepare is not None:  # the first clients' workers fork from the template
             await prepare()
-        print(
-            f"codeact: serving MCP on http://{host}:{port}/mcp{note}", file=sys.stderr, flush=True
-        )
-        with _signals_survived():
+        with _signals_survived(http):  # from here on a stop signal stops it cleanly
+            where = f"http://{host}:{port}/mcp"
+            print(f"codeact: serving MCP on {where}{note}", file=sys.stderr, flush=True)
             await http.serve()  # returns on SIGTERM or SIGINT, after a graceful shutdown
 
 
 @contextlib.contextmanager
-def _signals_survived() -> Iterator[None]:
+def _signals_survived(http: Any) -> Iterator[None]:
     """uvicorn raises the signal that stopped it again once it has shut down, and the
     default action would end the process before the runtime closes its workers: while
-    serving, those signals are only noted (uvicorn has its own handlers meanwhile)."""
+    serving, those signals only ask the server to stop. uvicorn has its own handlers
+    meanwhile; one that comes before uvicorn installs them (a client that stops the
+    server as soon as it says where it serves) still stops it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    noted = {number: signal.signal(number, _noted) for number in (signal.SIGINT, signal.SIGTERM)}
+
+    def stop(number: int, frame: Any) -> None:
+        http.should_exit = True  # before uvicorn serves, it exits once started; after, no-op
+
+    noted = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for number, handler in noted.items():
             signal.signal(number, handler)
-
-
-def _noted(number: int, frame: Any) -> None:
-    """A stop signal, after uvicorn has acted on it: nothing more to do here."""
 
 
 __all__ = ["ClientSessions", "serve_http"]

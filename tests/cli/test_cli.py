@@ -370,6 +370,9 @@ def test_serve_mcp_over_http_says_where_in_one_line_and_that_it_has_no_tools(
         rest = process.stderr.read()
     assert line.startswith(f"codeact: serving MCP on http://127.0.0.1:{port}/mcp with no tools")
     assert "Traceback" not in rest
+    # stopped the moment it said where: a clean stop, not the signal's default action and
+    # not a signal lost before the server's own handlers were in place
+    assert process.returncode == 0, rest
 
 
 def test_make_says_what_it_is_doing_while_it_installs() -> None:
