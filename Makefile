@@ -34,7 +34,7 @@ typecheck: $(STAMP)
 PYTEST_PROCESSES ?= 4
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q -n $(PYTEST_PROCESSES) --dist worksteal
+	$(BIN)/pytest -q -n $(PYTEST_PROCESSES) --dist worksteal --durations=20
 
 # The suite beside one busy process per core: it must pass as it does on a quiet machine.
 load-check: $(STAMP)
