@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
+import anyio.abc
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,6 +65,18 @@ async def wait_until_listening(port: int, seconds: float = 60) -> None:
                 return
             except OSError:
                 await anyio.sleep(0.1)
+
+
+async def stopped(process: anyio.abc.Process, seconds: float = 30) -> None:
+    """End a server process the test started: SIGTERM, then SIGKILL past ``seconds``."""
+    if process.returncode is None:
+        process.terminate()
+        with anyio.move_on_after(seconds):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+    await process.aclose()
 
 
 @contextmanager

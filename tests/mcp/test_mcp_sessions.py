@@ -15,7 +15,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.hosts import REPO, children_of, wait_until_listening
+from tests.hosts import REPO, children_of, stopped, wait_until_listening
 
 pytestmark = pytest.mark.anyio
 
@@ -84,14 +84,7 @@ async def server(request: pytest.FixtureRequest) -> Any:
         await wait_until_listening(port)
         yield process, f"http://127.0.0.1:{port}/mcp"
     finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            with anyio.move_on_after(30):
-                await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.aclose()
+        await stopped(process)
 
 
 async def test_one_clients_sessions_are_capped_and_freed_when_it_leaves(server: Any) -> None:

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from codeact.mcp import TaskClient
-from tests.hosts import REPO, wait_until_listening
+from tests.hosts import REPO, stopped, wait_until_listening
 from tests.mcp.test_mcp_sessions import descendants_of, settle
 
 pytestmark = pytest.mark.anyio
@@ -64,13 +64,7 @@ async def http(tmp_path: Path, *options: str) -> AsyncIterator[Served]:
         await wait_until_listening(port)
         yield Served(effects, f"http://127.0.0.1:{port}/mcp", process.pid)
     finally:
-        process.terminate()
-        with anyio.move_on_after(30):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.aclose()
+        await stopped(process)
 
 
 def text(result: types.CallToolResult) -> str:
