@@ -110,7 +110,7 @@ async def test_a_killed_worker_gives_an_error_and_the_next_run_works() -> None:
         await executor.aclose()
 
 
-async def test_a_stall_in_c_code_is_killed_at_the_deadline() -> None:
+async def test_a_stall_in_c_code_is_stopped_at_the_deadline() -> None:
     executor = ProcessExecutor(limits=Limits(wall_seconds=1.0, cpu_seconds=1.0), warm=0)
     try:
         outcome = await run(
@@ -119,7 +119,9 @@ async def test_a_stall_in_c_code_is_killed_at_the_deadline() -> None:
         )
         assert outcome.error is not None
         assert outcome.error.code == "CODE_RESOURCE_LIMIT"
-        assert "killed at the 1 s deadline" in outcome.error.message
+        # the host kills the worker stuck in C; on a busy machine the run may still be in
+        # Python at the deadline and the worker's own watchdog stops it: both say so
+        assert "exceeded its wall-clock time (1 s) limit" in outcome.error.message
         assert (await run(executor, "1 + 1")).value == 2
     finally:
         await executor.aclose()
