@@ -49,7 +49,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from codeact.sandbox._errors import LimitExceeded, SandboxStop
+from codeact.sandbox._errors import LimitExceeded, may_suppress
 from codeact.sandbox._guards import Builtin, Guards, ticking
 from codeact.sandbox._ownership import exact_arguments, register_base, register_readable
 
@@ -232,14 +232,14 @@ class ExitStack(contextlib.ExitStack):
 
     def __exit__(self, *details: Any) -> bool:
         suppressed = super().__exit__(*details)
-        return bool(suppressed) and not isinstance(details[1], SandboxStop)
+        return bool(suppressed) and may_suppress(details[1])
 
 
 class suppress(contextlib.suppress):
     """``contextlib.suppress``, which never suppresses a limit."""
 
     def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
-        return not isinstance(error, SandboxStop) and super().__exit__(kind, error, traceback)
+        return may_suppress(error) and super().__exit__(kind, error, traceback)
 
 
 # queue ---------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ from codeact.sandbox._ownership import (
 )
 
 from . import _copy as script_copy
+from . import _dataclasses as script_dataclasses
 from . import _recorded as recorded
 from ._asyncio import asyncio_facade
 from ._everyday import (
@@ -143,13 +144,6 @@ def _on_script_classes(decorate: Callable[..., Any], name: str = "") -> Callable
         return decorate(cls)
 
     return guarded
-
-
-def _dataclass(cls: Any = None, /, **options: Any) -> Any:
-    if cls is None:
-        return lambda target: _dataclass(target, **options)
-    make = _on_script_classes(lambda target: dataclasses.dataclass(target, **options), "dataclass")
-    return make(cls)
 
 
 def _wraps(wrapped: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -450,11 +444,12 @@ def _static_facades() -> dict[str, Facade]:
             "dataclasses",
             {
                 **pick(
-                    dataclasses,
-                    "field asdict astuple replace fields is_dataclass FrozenInstanceError "
-                    "MISSING KW_ONLY",
+                    dataclasses, "field fields is_dataclass FrozenInstanceError MISSING KW_ONLY"
                 ),
-                "dataclass": _dataclass,
+                "dataclass": script_dataclasses.dataclass,
+                "asdict": script_dataclasses.asdict,
+                "astuple": script_dataclasses.astuple,
+                "replace": script_dataclasses.replace,
             },
         ),
     }

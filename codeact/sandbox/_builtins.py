@@ -28,6 +28,7 @@ from ._guards import (
 )
 from ._ownership import STAND_INS as _STAND_INS
 from ._ownership import register_base, register_readable
+from ._sealed import seal
 
 _PLAIN = (
     "abs all any ascii bin bool callable chr complex dict float "
@@ -103,7 +104,7 @@ def guarded_type(real: type, construct: Callable[..., Any]) -> type:
     """A stand-in for ``real`` whose construction goes through ``construct``."""
     members = {name: getattr(real, name) for name in dir(real) if not name.startswith("_")}
     members["__doc__"] = real.__doc__
-    stand_in = _GuardedType(real.__name__, (), members, key=_STAND_IN_KEY)
+    stand_in = seal(_GuardedType(real.__name__, (), members, key=_STAND_IN_KEY))
     # weakly: the table is the process's, a constructor bound to guards is one session's
     if inspect.ismethod(construct):
         _STAND_INS[id(stand_in)] = (real, weakref.WeakMethod(construct))

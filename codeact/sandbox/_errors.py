@@ -6,13 +6,50 @@ Both derive from ``BaseException`` and neither is bound in a script's builtins, 
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+
+
+class _RunStops(threading.local):
+    """The first stop raised in this thread's run: once there is one, the run is doomed."""
+
+    watching: bool = False
+    first: SandboxStop | None = None
+
+
+_STOPS = _RunStops()
+
 
 class SandboxStop(BaseException):
-    """Base of the signals that end a run; carries the message the model reads."""
+    """Base of the signals that end a run; carries the message the model reads.
+
+    Made in a run's thread (raised by a guard, or delivered by the watchdog), a stop
+    dooms the run: whatever a ``finally`` or ``__exit__`` raises in front of it later,
+    every handler raises it again (see :func:`stop_in_flight`).
+    """
 
     def __init__(self, message: str = "") -> None:
         super().__init__(message)
         self.message = message
+        if _STOPS.watching and _STOPS.first is None:
+            _STOPS.first = self
+
+
+@contextlib.contextmanager
+def doomed_by_stops() -> Iterator[None]:
+    """Remember, for the run in this thread, the first stop made in it."""
+    _STOPS.watching, _STOPS.first = True, None
+    try:
+        yield
+    finally:
+        _STOPS.watching, _STOPS.first = False, None
+
+
+def stop_in_flight() -> SandboxStop | None:
+    """The stop that dooms this thread's run, if one was made: a later exception raised in
+    a ``finally`` replaces it as the one propagating, never as the run's fate."""
+    return _STOPS.first if _STOPS.watching else None
 
 
 class LimitExceeded(SandboxStop):
@@ -31,4 +68,17 @@ class SecurityViolation(SandboxStop):
     """The script tried to reach something outside the sandbox."""
 
 
-__all__ = ["LimitExceeded", "LimitInterrupt", "SandboxStop", "SecurityViolation"]
+def may_suppress(error: BaseException | None) -> bool:
+    """May an ``__exit__`` swallow ``error``? Never a stop, nor anything in front of one."""
+    return not isinstance(error, SandboxStop) and stop_in_flight() is None
+
+
+__all__ = [
+    "LimitExceeded",
+    "LimitInterrupt",
+    "SandboxStop",
+    "SecurityViolation",
+    "doomed_by_stops",
+    "may_suppress",
+    "stop_in_flight",
+]

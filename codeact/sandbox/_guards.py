@@ -15,7 +15,13 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ._errors import LimitExceeded, SandboxStop, SecurityViolation
+from ._errors import (
+    LimitExceeded,
+    SandboxStop,
+    SecurityViolation,
+    may_suppress,
+    stop_in_flight,
+)
 from ._limits import Limits
 from ._ownership import (
     BASE_CLASSES,
@@ -33,6 +39,7 @@ from ._ownership import (
     real_base,
 )
 from ._pending import Pending
+from ._sealed import seal
 from ._transformer import (
     CALLBACK_METHODS,
     FORBIDDEN_ATTRIBUTES,
@@ -44,6 +51,9 @@ from ._transformer import (
 )
 
 _MISSING = object()
+# Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or PyType_FromSpec), whose
+# methods may be Python code that trusts its receiver; static builtins check theirs.
+_HEAP_TYPE = 1 << 9
 _OWN_MODULES = ("codeact.", "stdlib_bindings")
 MAX_MODULUS_BITS = 65_536
 MAX_MODPOW_WORK = 1 << 28
@@ -163,9 +173,15 @@ class Guards:
                 return default
             raise AttributeError(f"{mro[0].__name__!r} object has no attribute {name!r}")
         value = getattr(obj, name)
-        if defining in SCRIPT_CLASSES or name in INERT_DUNDERS:
+        if defining in SCRIPT_CLASSES:
             return value
         bound = not isinstance(obj, type)
+        if not bound and defining.__flags__ & _HEAP_TYPE:
+            # Path's __init__ on the script's object: host code would read the object's
+            # attributes raw and store what it read (the real type) where the script reads
+            value = _on_own_instances(value, defining, name)
+        if name in INERT_DUNDERS:
+            return value
         if name in CHANGING_DUNDERS:  # on what the script may change, nothing else
             if bound:
                 self.write(obj.__self__ if type(obj) is super else obj)  # type: ignore[attr-defined]
@@ -960,12 +976,29 @@ def _changing(guards: Guards, method: Any, name: str, *, bound: bool) -> Callabl
     return call
 
 
+def _on_own_instances(method: Any, owner: type, name: str) -> Callable[..., Any]:
+    """A host class's unbound dunder, callable only on that class's own instances (a script
+    subclass of a reviewed base included): never host code run on a foreign receiver."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not args or not isinstance(args[0], owner):
+            raise SecurityViolation(
+                f"{owner.__name__}.{name} acts only on {owner.__name__} objects"
+            )
+        return method(*args, **kwargs)
+
+    return Builtin(call, name)
+
+
 def reraise_limits() -> None:
     """Called first in every except block, and before a ``return``, ``break`` or ``continue``
     leaves a finally block: a limit or stop in flight goes on propagating."""
     error = sys.exc_info()[1]
     if isinstance(error, SandboxStop):  # a finally discarding it would end the run cleanly
         raise error
+    doom = stop_in_flight()
+    if doom is not None:  # a finally raised in front of the stop: the stop goes on regardless
+        raise doom
     if isinstance(error, RecursionError):
         raise LimitExceeded("recursion depth", "maximum recursion depth exceeded") from None
     if isinstance(error, MemoryError):
@@ -1045,7 +1078,7 @@ def _unswallowing_aexit(exit_method: Callable[..., Any]) -> Callable[..., Any]:
 
     async def __aexit__(self: Any, kind: Any, error: Any, traceback: Any) -> Any:
         suppress = await exit_method(self, kind, error, traceback)
-        return suppress and not isinstance(error, SandboxStop)
+        return suppress and may_suppress(error)
 
     return __aexit__
 
@@ -1055,7 +1088,7 @@ def _unswallowing_exit(exit_method: Callable[..., Any]) -> Callable[..., Any]:
 
     def __exit__(self: Any, kind: Any, error: Any, traceback: Any) -> Any:
         suppress = exit_method(self, kind, error, traceback)
-        return suppress and not isinstance(error, SandboxStop)
+        return suppress and may_suppress(error)
 
     return __exit__
 
@@ -1190,7 +1223,7 @@ def match_class_guard(guards: Guards) -> Callable[..., type]:
                 "_guards": guards,
                 "__match_args__": match_args,
             }
-            found = made[key] = _PatternMeta(cls.__name__, (), namespace)
+            found = made[key] = seal(_PatternMeta(cls.__name__, (), namespace))
         recent[(cls, names, positional)] = (raw_args, found)
         return found
 

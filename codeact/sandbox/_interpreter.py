@@ -20,7 +20,13 @@ from ..contract._json import JsonValue, NotJsonError, detach
 from ._async import BatchCaller, run_coroutine, running_script_loop, tool_failure
 from ._builtins import safe_builtins
 from ._compiler import SCRIPT_FILENAME, compile_script
-from ._errors import LimitExceeded, SandboxStop, SecurityViolation
+from ._errors import (
+    LimitExceeded,
+    SandboxStop,
+    SecurityViolation,
+    doomed_by_stops,
+    stop_in_flight,
+)
 from ._guards import (
     Builtin,
     Guards,
@@ -41,6 +47,7 @@ from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
 from ._ownership import SCOPE_KEY, SCOPE_MARK
 from ._pending import CALLS, Pending, PreviewStop, marked
 from ._printed import Printed
+from ._sealed import seal_module_classes
 from ._transformer import RESULT_NAME
 
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
@@ -110,6 +117,26 @@ class BoundTool:
         raise TypeError("a tool cannot be pickled")
 
 
+_SEALED = threading.Event()
+
+
+def _seal_shared_classes() -> None:
+    """Every class of the interpreter and the facades is one object for all sessions:
+    sealed once, before the first script runs, so no write to it lands (see _sealed)."""
+    if _SEALED.is_set():
+        return
+    import stdlib_bindings._modules  # noqa: F401  # every facade module, loaded
+
+    shared = [
+        module
+        for name, module in list(sys.modules.items())
+        if name.startswith(("codeact.sandbox.", "stdlib_bindings"))
+        or name == "codeact.contract._exceptions"
+    ]
+    seal_module_classes(shared)
+    _SEALED.set()
+
+
 class Sandbox:
     """A restricted interpreter for one session.
 
@@ -163,6 +190,7 @@ class Sandbox:
             ).items()
             if name in self.modules
         }
+        _seal_shared_classes()  # after the first facades named their classes
         self._builtins = safe_builtins(self.guards, self._import)
         self._builtins["globals"] = Builtin(self._globals_snapshot, "globals")
         self._builtins["locals"] = Builtin(self._locals_snapshot, "locals")
@@ -326,19 +354,25 @@ class Sandbox:
         try:
             # Everything the script defined runs in here, watched: the script itself, the
             # conversion of its result, the text of its error, and dropping its result.
-            try:
+            with doomed_by_stops():
                 try:
-                    started = eval(code, scope)  # a coroutine when the script awaits at top level
-                    if code.co_flags & inspect.CO_COROUTINE:
-                        self._run_coroutine(started)
-                    value = self._result(scope)
-                except BaseException as caught:  # everything a script raises ends here
-                    failure = self._describe(caught, monitor.tripped, source, scope, tools)
-                finally:
-                    scope.pop(RESULT_NAME, None)
-                    _collect_young_garbage()
-            except BaseException as late:  # a limit delivered while wrapping up
-                failure = self._describe_late(late, monitor.tripped)
+                    try:
+                        started = eval(code, scope)  # a coroutine when it awaits at top level
+                        if code.co_flags & inspect.CO_COROUTINE:
+                            self._run_coroutine(started)
+                        value = self._result(scope)
+                        doom = stop_in_flight()
+                        if doom is not None:  # swallowed on the way out: it ends the run still
+                            raise doom
+                    except BaseException as caught:  # everything a script raises ends here
+                        # what a finally raised in front of a stop is not the run's fate
+                        fate = stop_in_flight() or caught
+                        failure = self._describe(fate, monitor.tripped, source, scope, tools)
+                    finally:
+                        scope.pop(RESULT_NAME, None)
+                        _collect_young_garbage()
+                except BaseException as late:  # a limit delivered while wrapping up
+                    failure = self._describe_late(late, monitor.tripped)
         finally:
             WATCHDOG.unwatch(monitor)
             asyncio.events._set_running_loop(host_loop)

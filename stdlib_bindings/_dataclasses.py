@@ -1,0 +1,94 @@
+"""``dataclasses`` for scripts: the decorator on the script's own classes, and
+``asdict``/``astuple``/``replace`` that act only on what that decorator made.
+
+The real ``dataclass`` compiles each field name into the text of the methods it
+generates: a name that is not an identifier would be code run in the host. The real
+``asdict`` deep-copies leaves with the host's ``copy.deepcopy`` (which ``setattr``s
+onto whatever a ``__reduce_ex__`` names) and rebuilds containers by calling their
+type: host code acting on the script's objects. Here every field name is checked
+before the decorator runs, and the conversions are the script's own (its ``copy``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import keyword
+import weakref
+from typing import Any
+
+from codeact.sandbox._errors import SecurityViolation
+from codeact.sandbox._ownership import SCRIPT_CLASSES, is_script_class
+
+from . import _copy as script_copy
+
+# The classes this module's decorator made: the only ones asdict, astuple and replace take.
+_MADE: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def dataclass(cls: Any = None, /, **options: Any) -> Any:
+    """``@dataclass`` and ``@dataclass(...)``, on the script's classes only."""
+    if cls is None:
+        return lambda target: dataclass(target, **options)
+    if cls not in SCRIPT_CLASSES:  # a host class is every session's
+        raise SecurityViolation("dataclass only decorates the script's classes")
+    _check_field_names(cls)
+    made = dataclasses.dataclass(cls, **options)
+    if made is not cls:  # slots=True builds a new class: it is the script's as well
+        SCRIPT_CLASSES.add(made)
+    _MADE.add(made)
+    return made
+
+
+def _check_field_names(cls: type) -> None:
+    """Every name the decorator will write into generated source is a plain identifier."""
+    annotations = vars(cls).get("__annotations__", {})
+    if type(annotations) is not dict:  # a mapping whose keys change between reads
+        raise SecurityViolation("a dataclass's annotations must be a plain dict")
+    for name in annotations:
+        # 'a, *, b=exec(...)' as a field name would be host code in the generated __init__
+        if type(name) is not str or not name.isidentifier() or keyword.iskeyword(name):
+            raise SecurityViolation(f"{name!r} is not a valid dataclass field name")
+    for base in cls.__mro__[1:]:
+        if "__dataclass_fields__" in vars(base) and base not in _MADE:
+            raise SecurityViolation("a dataclass derives only from the script's dataclasses")
+
+
+def _instance(obj: Any, what: str) -> Any:
+    kind = type(obj)
+    if isinstance(obj, type) or not any(k in _MADE for k in kind.__mro__):
+        raise TypeError(f"{what}() should be called on dataclass instances")
+    return obj
+
+
+def asdict(obj: Any, *, dict_factory: Any = dict) -> Any:
+    """A dataclass instance as nested dicts, its leaves copied as the script's copy does."""
+    return _convert(_instance(obj, "asdict"), lambda pairs: dict_factory(pairs))
+
+
+def astuple(obj: Any, *, tuple_factory: Any = tuple) -> Any:
+    """A dataclass instance as nested tuples."""
+    return _convert(_instance(obj, "astuple"), lambda pairs: tuple_factory(v for _, v in pairs))
+
+
+def replace(obj: Any, /, **changes: Any) -> Any:
+    """A new instance of the script's dataclass with ``changes`` applied (its own __init__)."""
+    return dataclasses.replace(_instance(obj, "replace"), **changes)
+
+
+def _convert(value: Any, build: Any) -> Any:
+    kind = type(value)
+    if not isinstance(value, type) and any(k in _MADE for k in kind.__mro__):
+        pairs = [
+            (f.name, _convert(getattr(value, f.name), build)) for f in dataclasses.fields(value)
+        ]
+        return build(pairs)
+    if kind is list or kind is tuple:
+        return kind(_convert(item, build) for item in value)
+    if isinstance(value, tuple) and is_script_class(kind) and hasattr(kind, "_fields"):
+        return kind(*[_convert(item, build) for item in value])  # the script's named tuple
+    if kind is dict:
+        return {_convert(k, build): _convert(v, build) for k, v in value.items()}
+    return script_copy.deepcopy(value)
+
+
+__all__ = ["asdict", "astuple", "dataclass", "replace"]
