@@ -49,9 +49,16 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from codeact.sandbox._builtins import guarded_type
 from codeact.sandbox._errors import LimitExceeded, may_suppress
-from codeact.sandbox._guards import Builtin, Guards, ticking
-from codeact.sandbox._ownership import exact_arguments, register_base, register_readable
+from codeact.sandbox._guards import Builtin, Guards, exact_index, ticking
+from codeact.sandbox._ownership import (
+    SHOWN,
+    exact_arguments,
+    register_base,
+    register_readable,
+)
+from codeact.sandbox._sealed import seal
 
 from . import _recorded as recorded
 from ._facade import Facade, pick
@@ -62,6 +69,9 @@ MAX_TOKEN_BYTES = 1 << 20
 MAX_PPRINT_WIDTH = 10_000
 MAX_CALENDAR_WIDTH = 200
 MAX_DECIMAL_PRECISION = 10_000
+# Decimal exponents and digits scripts may make: int() of one is quadratic in its digits
+# (int(Decimal('1e100000')) is 0.4 s in one C call), here a few hundredths of a second.
+MAX_DECIMAL_EXPONENT = 30_000
 _WIDE_FIELD = re.compile(r"%[-_0^#]*\d{4,}")
 
 
@@ -339,13 +349,27 @@ class SimpleQueue(Queue):
 class Context(decimal.Context):
     """``decimal.Context`` whose precision stays within what a run may compute."""
 
-    def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        prec: int | None = None,
+        rounding: str | None = None,
+        Emin: int | None = None,
+        Emax: int | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
         _check_precision(prec)
-        super().__init__(prec, *args, **kwargs)
+        _check_exponent(Emin)
+        _check_exponent(Emax)
+        Emin = -MAX_DECIMAL_EXPONENT if Emin is None else Emin
+        Emax = MAX_DECIMAL_EXPONENT if Emax is None else Emax
+        super().__init__(prec, rounding, Emin, Emax, *args, **kwargs)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "prec":
             _check_precision(value)
+        elif name in ("Emin", "Emax"):
+            _check_exponent(value)
         super().__setattr__(name, value)
 
     def copy(self) -> Context:
@@ -353,21 +377,43 @@ class Context(decimal.Context):
 
 
 def _check_precision(prec: Any) -> None:
-    if isinstance(prec, int) and prec > MAX_DECIMAL_PRECISION:
+    if isinstance(prec, int) and int.__index__(prec) > MAX_DECIMAL_PRECISION:
         raise LimitExceeded("decimal precision", f"precision above {MAX_DECIMAL_PRECISION:,}")
+
+
+def _check_exponent(exponent: Any) -> None:
+    # int(Decimal('1e600000')) writes the power of ten out: 14 s in one C call
+    if isinstance(exponent, int) and abs(int.__index__(exponent)) > MAX_DECIMAL_EXPONENT:
+        raise LimitExceeded("decimal exponent", f"exponents beyond {MAX_DECIMAL_EXPONENT:,}")
 
 
 def _script_context(source: decimal.Context) -> Context:
     return Context(
         prec=source.prec,
         rounding=source.rounding,
-        Emin=source.Emin,
-        Emax=source.Emax,
+        Emin=max(source.Emin, -MAX_DECIMAL_EXPONENT),
+        Emax=min(source.Emax, MAX_DECIMAL_EXPONENT),
         capitals=source.capitals,
         clamp=source.clamp,
         flags=[s for s, on in source.flags.items() if on],
         traps=[s for s, on in source.traps.items() if on],
     )
+
+
+def _sized_decimal(value: Any = "0", context: Any = None) -> decimal.Decimal:
+    """``Decimal(value)``: exact, as the real one, within the exponents a context allows
+    scripts (a decimal is made exactly whatever the context; its integer is not cheap)."""
+    made = decimal.Decimal(value) if context is None else decimal.Decimal(value, context)
+    if made.is_finite():
+        _check_exponent(made.adjusted())
+        shape = made.as_tuple()
+        _check_exponent(shape.exponent)
+        _check_exponent(len(shape.digits))
+    return made
+
+
+Decimal = seal(guarded_type(decimal.Decimal, _sized_decimal))
+SHOWN[decimal.Decimal] = Decimal
 
 
 def getcontext() -> Context:
@@ -379,6 +425,16 @@ def getcontext() -> Context:
     own = _script_context(current)
     decimal.setcontext(own)
     return own
+
+
+def session_decimal_context(
+    current: decimal.Context | None = None, kept: Context | None = None
+) -> Context:
+    """A session's decimal context: ``current`` if the script set one of its own, else
+    ``kept``, else a fresh one from the defaults (bounded as every script context is)."""
+    if type(current) is Context:
+        return current
+    return kept if kept is not None else _script_context(decimal.DefaultContext)
 
 
 def setcontext(context: Context) -> None:
@@ -414,6 +470,7 @@ class localcontext:
 
 def _bounded_bytes(function: Callable[..., Any]) -> Callable[..., Any]:
     def bounded(nbytes: int | None = None) -> Any:
+        nbytes = exact_index(nbytes)  # what the function takes, checked: one __index__ call
         if isinstance(nbytes, int) and nbytes > MAX_TOKEN_BYTES:
             raise LimitExceeded("sequence size", f"more than {MAX_TOKEN_BYTES:,} random bytes")
         return function(nbytes)
@@ -422,6 +479,7 @@ def _bounded_bytes(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _randbits(k: int) -> int:
+    k = exact_index(k)
     if isinstance(k, int) and k > MAX_TOKEN_BYTES * 8:
         raise LimitExceeded("integer size", f"randbits({k:,}) asks for too many bits")
     return recorded.ENTROPY.getrandbits(k)
@@ -435,7 +493,9 @@ def _randbelow(exclusive_upper_bound: int) -> int:
 
 def _check_layout(options: dict[str, Any], limit: int, *names: str) -> None:
     for name in names:
-        value = options.get(name)
+        if name not in options:
+            continue
+        value = options[name] = exact_index(options[name])
         if isinstance(value, int) and value > limit:
             raise LimitExceeded("format width", f"{name}={value:,} is above {limit:,}")
 
@@ -462,6 +522,8 @@ def _pprint_members(guards: Guards) -> dict[str, Any]:
 
 def _calendar_text(function: Callable[..., str]) -> Callable[..., str]:
     def text(*args: Any, **options: Any) -> str:
+        args = tuple(map(exact_index, args))
+        options = {name: exact_index(value) for name, value in options.items()}
         for value in (*args[2:], *options.values()):
             if isinstance(value, int) and value > MAX_CALENDAR_WIDTH:
                 raise LimitExceeded("format width", f"calendar widths above {MAX_CALENDAR_WIDTH}")

@@ -49,6 +49,7 @@ from codeact.sandbox._guards import (
     OpaqueType,
     ScriptFormatter,
     check_gcd,
+    exact_index,
     interruptible,
     python_reduce,
     ticking,
@@ -66,6 +67,7 @@ from codeact.sandbox._ownership import (
 
 from . import _copy as script_copy
 from . import _dataclasses as script_dataclasses
+from . import _fractions as script_fractions
 from . import _recorded as recorded
 from ._asyncio import asyncio_facade
 from ._everyday import (
@@ -75,6 +77,9 @@ from ._everyday import (
     session_everyday_facades,
     setcontext,
     static_everyday_facades,
+)
+from ._everyday import (
+    Decimal as ScriptDecimal,
 )
 from ._facade import Facade, pick
 from ._names import DEFAULT_MODULES
@@ -161,7 +166,8 @@ def _wraps(wrapped: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callab
 
 def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(*args: Any) -> Any:
-        if any(isinstance(a, int) and a > limit for a in args):
+        args = tuple(map(exact_index, args))  # what fn takes: one __index__ call, checked
+        if any(type(a) is int and a > limit for a in args):
             raise LimitExceeded(what, f"{fn.__name__}() arguments above {limit:,} are not allowed")
         return fn(*args)
 
@@ -171,6 +177,7 @@ def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any
 
 def _sized_gcd(function: Callable[..., int]) -> Callable[..., int]:
     def sized(*numbers: Any) -> int:
+        numbers = tuple(map(exact_index, numbers))
         check_gcd(*numbers)
         return function(*numbers)
 
@@ -179,6 +186,7 @@ def _sized_gcd(function: Callable[..., int]) -> Callable[..., int]:
 
 def _sized_isqrt(n: Any) -> int:
     # Newton steps of long divisions: 4 s in one C call on a 3.8-million-bit integer
+    n = exact_index(n)
     if isinstance(n, int) and int.bit_length(n) ** 2 > 2 * MAX_DIVISION_WORK:
         raise LimitExceeded("integer size", "isqrt of an integer this large takes too long")
     return math.isqrt(n)
@@ -188,7 +196,7 @@ def _prod(iterable: Any, *, start: Any = 1) -> Any:
     total = start
     for item in iterable:
         total *= item
-        if isinstance(total, int) and total.bit_length() > 4_000_000:
+        if isinstance(total, int) and int.bit_length(total) > 4_000_000:
             raise LimitExceeded("integer size")
     return total
 
@@ -231,7 +239,9 @@ def _json_loads(text: Any, **options: Any) -> Any:
 def _json_dumps(value: Any, **options: Any) -> str:
     if "default" in options:  # called per value JSON cannot encode, from C
         options["default"] = interruptible(options["default"])
-    indent = options.get("indent")
+    indent = exact_index(options.get("indent"))
+    if indent is not None:
+        options["indent"] = indent
     if (isinstance(indent, int) and indent > MAX_JSON_INDENT) or (
         isinstance(indent, str) and len(indent) > MAX_JSON_INDENT
     ):  # an indent repeats at every nesting level of every line
@@ -359,19 +369,20 @@ def _static_facades() -> dict[str, Facade]:
             {
                 **pick(
                     decimal,
-                    "Decimal InvalidOperation DivisionByZero DecimalException ROUND_HALF_UP "
+                    "InvalidOperation DivisionByZero DecimalException ROUND_HALF_UP "
                     "ROUND_HALF_EVEN ROUND_HALF_DOWN ROUND_UP ROUND_DOWN ROUND_CEILING "
                     "ROUND_FLOOR ROUND_05UP Inexact Rounded Overflow Underflow Subnormal "
                     "Clamped FloatOperation DivisionUndefined DivisionImpossible "
                     "InvalidContext ConversionSyntax MAX_PREC MAX_EMAX MIN_EMIN MIN_ETINY",
                 ),
+                "Decimal": ScriptDecimal,
                 "localcontext": localcontext,
                 "getcontext": getcontext,
                 "setcontext": setcontext,
                 "Context": Context,
             },
         ),
-        "fractions": Facade("fractions", pick(fractions, "Fraction")),
+        "fractions": Facade("fractions", {"Fraction": script_fractions.Fraction}),
         "heapq": Facade(
             "heapq",
             {
@@ -466,6 +477,7 @@ def _register_readable_types() -> None:
         datetime.timezone,
         decimal.Decimal,
         fractions.Fraction,
+        script_fractions.Fraction,
         regex.RegexFlag,
         uuid.UUID,
         statistics.NormalDist,

@@ -19,9 +19,10 @@ from typing import Any
 import regex
 
 from codeact.sandbox._errors import LimitExceeded
-from codeact.sandbox._guards import Guards, interruptible
+from codeact.sandbox._guards import Guards, exact_len, interruptible
 from codeact.sandbox._ownership import (
     exact_arguments,
+    exact_value,
     register_host_method,
     register_readable,
 )
@@ -51,7 +52,9 @@ FLAGS = "IGNORECASE I MULTILINE M DOTALL S VERBOSE X ASCII A UNICODE U"
 
 def re_members(guards: Guards) -> dict[str, Any]:
     """The ``re`` facade's members for one session."""
-    members: dict[str, Any] = {name: getattr(regex, name) for name in FLAGS.split()}
+    # plain ints: a flag class called with a new value keeps it as a pseudo-member, in a
+    # table of the process that grows with every value a script combines (re.I | n << 24)
+    members: dict[str, Any] = {name: int(getattr(regex, name)) for name in FLAGS.split()}
     members.update(
         {
             "NOFLAG": 0,
@@ -68,13 +71,12 @@ def re_members(guards: Guards) -> dict[str, Any]:
     timed_sub, timed_subn = members["sub"], members["subn"]
 
     def sub(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
-        _check_substitution(guards, repl, text)
-        # a callable replacement is called per match, from C: it enters Python each time
-        return timed_sub(pattern, interruptible(repl), text, count=count, flags=flags)
+        repl = _sized_replacement(guards, repl, text)
+        return timed_sub(pattern, repl, text, count=count, flags=flags)
 
     def subn(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
-        _check_substitution(guards, repl, text)
-        return timed_subn(pattern, interruptible(repl), text, count=count, flags=flags)
+        repl = _sized_replacement(guards, repl, text)
+        return timed_subn(pattern, repl, text, count=count, flags=flags)
 
     members["sub"], members["subn"] = sub, subn
     return members
@@ -100,26 +102,67 @@ def _pattern_method(name: str) -> Callable[[Any, Guards], Any]:
         if name in ("sub", "subn"):
             inner = method
 
-            def method(repl: Any, *args: Any, **kwargs: Any) -> Any:
-                return inner(interruptible(repl), *args, **kwargs)
+            def method(repl: Any, text: Any = "", *args: Any, **kwargs: Any) -> Any:
+                return inner(_sized_replacement(guards, repl, text), text, *args, **kwargs)
 
         return _timed(exact_arguments(method), guards)
 
     return wrap
 
 
-def _check_substitution(guards: Guards, repl: Any, text: Any) -> None:
+def _sized_replacement(guards: Guards, repl: Any, text: Any) -> Any:
+    """A substitution's replacement, checked for what it could make before the engine runs
+    (a template), or as it makes it (a callable, called per match from C: it enters Python
+    each time, and what it returns is counted against the limit)."""
+    limit = guards.limits.max_sequence_items
+    if callable(repl):
+        made = [exact_len(text)]
+        call = interruptible(repl)
+
+        def counted(match: Any) -> Any:
+            piece = call(match)
+            made[0] += exact_len(piece) if isinstance(piece, str | bytes) else 0
+            if made[0] > limit:
+                raise LimitExceeded(
+                    "sequence size", "the substitution grew the text past its limit"
+                )
+            return piece
+
+        return counted
     if isinstance(repl, str | bytes) and isinstance(text, str | bytes):
-        worst = (len(text) + 1) * max(len(repl), 1) + len(text)
-        if worst > guards.limits.max_sequence_items and len(repl) > 1:
+        worst = (exact_len(text) + 1) * max(exact_len(repl), 1) + exact_len(text)
+        if worst > limit and exact_len(repl) > 1:
             raise LimitExceeded(
                 "sequence size", "the substitution could grow the text past its limit"
             )
+    return repl
+
+
+def _sized_expand(method: Any, guards: Guards) -> Callable[[Any], Any]:
+    """``Match.expand``: each group reference in the template writes out up to the whole
+    string, so the template's references times the string's length is checked first."""
+
+    def expand(template: Any) -> Any:
+        if isinstance(template, str | bytes):
+            if isinstance(template, str):
+                references = template.count("\\")
+            else:
+                references = template.count(b"\\")
+            subject = method.__self__.string
+            worst = exact_len(template) + references * exact_len(subject or "")
+            if worst > guards.limits.max_sequence_items:
+                raise LimitExceeded(
+                    "sequence size", "the expanded template could grow past its limit"
+                )
+        return method(exact_value(template))
+
+    return expand
 
 
 register_readable(regex.Pattern, names=PATTERN_NAMES)
 register_readable(regex.Match, names=MATCH_NAMES)
 for _name in MATCHING:
     register_host_method(regex.Pattern, _name, _pattern_method(_name))
+register_host_method(regex.Match, "expand", _sized_expand)
 
 __all__ = ["re_members"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -337,8 +338,14 @@ class InProcessExecutor:
             )
             return [answer_of(result) for result in results]
 
+        # The host's context, as this run began: a tool answered in the script's thread
+        # runs in a copy of it, never in the script's (whose decimal context the script set).
+        host_context = contextvars.copy_context()
+
         def call_from_script(name: str, arguments: dict[str, JsonValue]) -> JsonValue:
-            now = call_tool_now(name, arguments) if call_tool_now is not None else None
+            now = None
+            if call_tool_now is not None:
+                now = host_context.copy().run(call_tool_now, name, arguments)
             if now is not None:  # answered here, in the script's thread: no handoff
                 results = [now]
             else:

@@ -104,6 +104,7 @@ def guarded_type(real: type, construct: Callable[..., Any]) -> type:
     """A stand-in for ``real`` whose construction goes through ``construct``."""
     members = {name: getattr(real, name) for name in dir(real) if not name.startswith("_")}
     members["__doc__"] = real.__doc__
+    members["__module__"] = real.__module__  # sealed from birth: named as the real one
     stand_in = seal(_GuardedType(real.__name__, (), members, key=_STAND_IN_KEY))
     # weakly: the table is the process's, a constructor bound to guards is one session's
     if inspect.ismethod(construct):
@@ -163,6 +164,7 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "max": Builtin(with_interruptible_callbacks(max, names=("key",)), "max"),
             "iter": Builtin(guards.iterate, "iter"),
             "pow": Builtin(guards.power, "pow"),
+            "round": Builtin(guards.round_value, "round"),
             "divmod": _named(guards.divmod, "divmod", 2, 2),
             "format": Builtin(guards.format_value, "format"),
             "ToolError": ToolError,  # shown as codeact.ToolError, its public name

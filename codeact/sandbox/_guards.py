@@ -13,6 +13,7 @@ import re
 import sys
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from fractions import Fraction
 from typing import Any
 
 from ._errors import (
@@ -31,6 +32,7 @@ from ._ownership import (
     RAW_TYPES,
     READABLE,
     SCRIPT_CLASSES,
+    SHOWN,
     WRITABLE_TYPES,
     is_script_class,
     is_shared_container,
@@ -75,7 +77,8 @@ class Guards:
         # One stand-in per host type for this session (type(a) is type(b) holds): a cache
         # of the session's, so no host-global table keeps what a script's type() made.
         self.opaque: dict[type, OpaqueType] = {}
-        # What type(x) shows where the script sees a stand-in (its builtins' own).
+        # What type(x) shows where the script sees a stand-in (its builtins' own; the
+        # process's static facades' are in SHOWN).
         self.shown: dict[type, Any] = {}
         # Set by the sandbox: run a coroutine on the run's loop; write to its output.
         self.run_coroutine: Callable[[Any], Any] = _no_run
@@ -274,7 +277,7 @@ class Guards:
         kind_a, kind_b = type(a), type(b)
         if kind_a is float or kind_b is float:
             return a * b
-        self._check_mul(a, b)
+        a, b = self._sized_product(a, b)
         return a * b
 
     def power(self, a: Any, b: Any, modulo: Any = None) -> Any:
@@ -289,7 +292,7 @@ class Guards:
         return a**b
 
     def lshift(self, a: Any, b: Any) -> Any:
-        self._check_lshift(a, b)
+        a, b = self._sized_shift(a, b)
         return a << b
 
     def mod(self, a: Any, b: Any) -> Any:
@@ -312,11 +315,11 @@ class Guards:
             if type(a) is not int and isinstance(a, _SEQUENCES):
                 self._check_concat(a, b)
         elif op == "*=":
-            self._check_mul(a, b)
+            a, b = self._sized_product(a, b)
         elif op == "**=":
             self._check_pow(a, b)
         elif op == "<<=":
-            self._check_lshift(a, b)
+            a, b = self._sized_shift(a, b)
         elif op == "%=" and isinstance(a, str | bytes | bytearray):
             self._check_percent_format(a, b)
         elif op in ("%=", "//="):
@@ -339,6 +342,16 @@ class Guards:
 
     # Builtins with a size or shape to check -------------------------------------------
 
+    def round_value(self, number: Any, ndigits: Any = None) -> Any:
+        """``round``: an int rounded to ``-n`` digits divides by ten to the ``n`` first."""
+        if ndigits is None:
+            return round(number)
+        places = exact_index(ndigits)
+        too_many = type(places) is int and -places * 3.33 > self.limits.max_int_bits
+        if isinstance(number, int) and too_many:
+            raise LimitExceeded("integer size", f"round(..., {places:,}) is too large")
+        return round(number, places)
+
     def make_range(self, *args: int) -> Any:
         span = range(*args)
         try:
@@ -348,14 +361,22 @@ class Guards:
         return span if small else LongRange(span)
 
     def make_bytes(self, *args: Any, **kwargs: Any) -> bytes:
-        if args and isinstance(args[0], int):
-            self._check_items(args[0], b"")
-        return bytes(*args, **kwargs)
+        return bytes(*self._sized_buffer(args), **kwargs)
 
     def make_bytearray(self, *args: Any, **kwargs: Any) -> bytearray:
-        if args and isinstance(args[0], int):
-            self._check_items(args[0], b"")
-        return bytearray(*args, **kwargs)
+        return bytearray(*self._sized_buffer(args), **kwargs)
+
+    def _sized_buffer(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``bytes(n)``: a count (an int, or anything with ``__index__`` and no bytes of its
+        own) is sized and handed on as the exact int it stands for."""
+        if not args or isinstance(args[0], str | bytes | bytearray | memoryview):
+            return args
+        if isinstance(args[0], int) or not hasattr(type(args[0]), "__bytes__"):
+            count = exact_index(args[0])
+            if type(count) is int:
+                self._check_items(count, b"")
+                return (count, *args[1:])
+        return args
 
     def iterate(self, source: Any, *sentinel: Any) -> Iterator[Any]:
         if sentinel:  # iter(callable, sentinel) can spin forever in C: make it tick
@@ -373,7 +394,7 @@ class Guards:
                 "type() with three arguments is not allowed; use a class statement"
             )
         kind = type(obj)
-        shown = self.shown.get(kind)
+        shown = self.shown.get(kind) or SHOWN.get(kind)
         if shown is not None:
             return shown
         if issubclass(kind, type) or kind is OpaqueType:  # a class's class: what type() is
@@ -430,9 +451,9 @@ class Guards:
     def join(self, separator: Any, items: Iterable[Any]) -> Any:
         parts = items if type(items) is list or type(items) is tuple else list(items)
         base = _text_base(separator)
-        measure = len if set(map(type, parts)) <= {base} else _exact_len  # subclasses may lie
+        measure = len if set(map(type, parts)) <= {base} else exact_len  # subclasses may lie
         try:
-            total = sum(map(measure, parts)) + _exact_len(separator) * max(len(parts) - 1, 0)
+            total = sum(map(measure, parts)) + exact_len(separator) * max(len(parts) - 1, 0)
         except TypeError:  # a part with no length: join itself will say what is wrong
             return base.join(separator, parts)
         self._check_items(total, separator)
@@ -442,31 +463,47 @@ class Guards:
 
     def _check_concat(self, a: Any, b: Any) -> None:
         if isinstance(b, _SEQUENCES):
-            self._check_items(_exact_len(a) + _exact_len(b), a)
+            self._check_items(exact_len(a) + exact_len(b), a)
 
-    def _check_mul(self, a: Any, b: Any) -> None:
-        if type(a) is int and type(b) is int:
-            if a.bit_length() + b.bit_length() > self.limits.max_int_bits:
+    def _sized_product(self, a: Any, b: Any) -> tuple[Any, Any]:
+        """``a * b`` checked on what it makes; the operands as the operation then takes them
+        (a count's ``__index__`` runs once, here: a second call could answer otherwise)."""
+        if _is_repeatable(a) and not _is_repeatable(b):
+            b = exact_index(b)
+            if type(b) is int:  # exact sizes: a subclass of list or str may lie
+                self._check_items(exact_len(a) * b, a)
+        elif _is_repeatable(b) and not _is_repeatable(a):
+            a = exact_index(a)
+            if type(a) is int:
+                self._check_items(exact_len(b) * a, b)
+        elif isinstance(a, int) and isinstance(b, int):  # int.bit_length: a subclass may lie
+            if int.bit_length(a) + int.bit_length(b) > self.limits.max_int_bits:
                 raise LimitExceeded("integer size")
-        elif isinstance(b, int) and _is_repeatable(a):  # exact sizes: a subclass may lie
-            self._check_items(_exact_len(a) * int.__index__(b), a)
-        elif isinstance(a, int) and _is_repeatable(b):
-            self._check_items(_exact_len(b) * int.__index__(a), b)
+        elif isinstance(a, Fraction) or isinstance(b, Fraction):
+            self._check_fraction_product(a, b)
+        return a, b
+
+    def _check_fraction_product(self, a: Any, b: Any) -> None:
+        """Fraction arithmetic multiplies numerators and denominators in host code."""
+        bits = sum(map(_rational_bits, (a, b)))
+        if bits > self.limits.max_int_bits:
+            raise LimitExceeded("integer size", "a fraction this large")
+
+    def _sized_shift(self, a: Any, b: Any) -> tuple[Any, Any]:
+        if isinstance(a, int):
+            a, b = int.__index__(a), exact_index(b)
+            if type(b) is int and a and int.bit_length(a) + b > self.limits.max_int_bits:
+                raise LimitExceeded("integer size")
+        return a, b
 
     def _check_pow(self, a: Any, b: Any) -> None:
-        if isinstance(b, int) and b > 1 and hasattr(a, "numerator"):
-            bits = max(int(a.numerator).bit_length(), int(a.denominator).bit_length())
-            if bits > 1 and bits * b > self.limits.max_int_bits:
+        if not isinstance(b, int):
+            return
+        exponent = int.__index__(b)  # a subclass's __gt__ could say it is small
+        if exponent > 1 and (isinstance(a, int | Fraction) or hasattr(a, "numerator")):
+            bits = _rational_bits(a)
+            if bits > 1 and bits * exponent > self.limits.max_int_bits:
                 raise LimitExceeded("integer size")
-
-    def _check_lshift(self, a: Any, b: Any) -> None:
-        if (
-            isinstance(a, int)
-            and isinstance(b, int)
-            and a
-            and a.bit_length() + b > self.limits.max_int_bits
-        ):
-            raise LimitExceeded("integer size")
 
     def _check_items(self, count: int, like: Any = None) -> None:
         """``count`` elements of a result like ``like``: a string's are characters."""
@@ -508,7 +545,8 @@ class Guards:
                     raise LimitExceeded("format width")
         if stars:
             values = args if isinstance(args, tuple) else (args,)
-            if any(isinstance(v, int) and abs(v) > self.limits.max_format_width for v in values):
+            widths = (abs(int.__index__(v)) for v in values if isinstance(v, int))
+            if any(width > self.limits.max_format_width for width in widths):
                 raise LimitExceeded("format width")
 
     def _string_method(self, obj: Any, name: str) -> Callable[..., Any] | None:
@@ -531,8 +569,8 @@ class Guards:
 
     def _check_translate(self, text: Any, table: Any) -> None:
         if isinstance(table, dict) and table:
-            widest = max((_exact_len(v) for v in table.values() if isinstance(v, str)), default=1)
-            self._check_items(_exact_len(text) * widest, text)
+            widest = max((exact_len(v) for v in table.values() if isinstance(v, str)), default=1)
+            self._check_items(exact_len(text) * widest, text)
 
     def _check_replace(self, text: Any, old: Any, new: Any) -> None:
         if isinstance(old, str | bytes) and isinstance(new, str | bytes) and len(new) > len(old):
@@ -543,10 +581,9 @@ class Guards:
         self, text: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, ...]:
         """Check the width argument; the exact int is what the method then receives."""
-        width = args[0] if args else kwargs.get("width", kwargs.get("tabsize", 8))
-        if not isinstance(width, int):
+        width = exact_index(args[0] if args else kwargs.get("width", kwargs.get("tabsize", 8)))
+        if type(width) is not int:
             return args
-        width = int.__index__(width)
         base = _text_base(text)
         if name == "expandtabs":
             tab = "\t" if base is str else b"\t"
@@ -764,12 +801,16 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
 # the quotient times bits of the divisor; bits times bits for gcd) is bounded before they
 # run, at about a quarter of a second. Below _FREE_DIVISION_BITS nothing is counted.
 MAX_DIVISION_WORK = 1 << 38
+MAX_FRACTION_BITS = 4_000_000
 _FREE_DIVISION_BITS = 1 << 16
 
 
 def check_division(a: Any, b: Any) -> None:
     """Refuse ``a // b`` or ``a % b`` on integers whose long division would run for long."""
-    if isinstance(a, int) and isinstance(b, int):
+    if isinstance(a, Fraction) or isinstance(b, Fraction):  # a product of its parts in Python
+        if _rational_bits(a) + _rational_bits(b) > MAX_FRACTION_BITS:
+            raise LimitExceeded("integer size", "a fraction this large")
+    elif isinstance(a, int) and isinstance(b, int):
         top, bottom = int.bit_length(a), int.bit_length(b)
         if top > _FREE_DIVISION_BITS and max(top - bottom, 1) * bottom > MAX_DIVISION_WORK:
             raise LimitExceeded("integer size", "dividing integers this large takes too long")
@@ -777,7 +818,7 @@ def check_division(a: Any, b: Any) -> None:
 
 def check_gcd(*numbers: Any) -> None:
     """Refuse ``gcd``/``lcm`` of integers whose Euclid steps would run for long."""
-    sizes = sorted(int.bit_length(n) for n in numbers if isinstance(n, int))
+    sizes = sorted(int.bit_length(exact_index(n)) for n in numbers if isinstance(n, int))
     if len(sizes) > 1 and sizes[-1] * sizes[-2] > MAX_DIVISION_WORK:
         raise LimitExceeded("integer size", "gcd of integers this large takes too long")
 
@@ -790,7 +831,34 @@ def _is_repeatable(obj: Any) -> bool:
     return isinstance(obj, (*_SEQUENCES, collections.deque))
 
 
-def _exact_len(obj: Any) -> int:
+def exact_index(value: Any) -> Any:
+    """The exact ``int`` an operation would take from ``value`` (an int subclass, or an object
+    with ``__index__``), else ``value`` itself: a size guard sizes what is then used, and a
+    script's ``__index__`` runs once, here, not again with another answer."""
+    kind = type(value)
+    if kind is int:
+        return value
+    if isinstance(value, int):
+        return int.__index__(value)
+    if kind is not float and hasattr(kind, "__index__"):
+        return int.__index__(operator.index(value))
+    return value
+
+
+def _rational_bits(value: Any) -> int:
+    """Bits of the larger of a rational's numerator and denominator (0 for anything else)."""
+    if isinstance(value, int):
+        return int.bit_length(value)
+    if isinstance(value, Fraction):
+        numerator, denominator = value.numerator, value.denominator
+    else:
+        numerator, denominator = getattr(value, "numerator", 0), getattr(value, "denominator", 1)
+    if not isinstance(numerator, int) or not isinstance(denominator, int):
+        return 0
+    return max(int.bit_length(numerator), int.bit_length(denominator))
+
+
+def exact_len(obj: Any) -> int:
     bases: tuple[Any, ...] = (str, bytes, bytearray, list, tuple, collections.deque)
     for base in bases:
         if isinstance(obj, base):
@@ -1273,6 +1341,8 @@ __all__ = [
     "check_division",
     "check_gcd",
     "eager_or_ticking",
+    "exact_index",
+    "exact_len",
     "interruptible",
     "match_class_guard",
     "python_reduce",

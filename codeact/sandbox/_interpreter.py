@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import decimal
 import difflib
 import gc
 import inspect
@@ -11,7 +13,7 @@ import math
 import sys
 import threading
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -181,6 +183,7 @@ class Sandbox:
         if old:
             self._teardown(old)
         self.guards = Guards(self.limits)
+        self._decimal: Any = None  # the session's decimal context, made in its first run
         from stdlib_bindings._modules import session_facades
 
         self._facades = {
@@ -354,7 +357,7 @@ class Sandbox:
         try:
             # Everything the script defined runs in here, watched: the script itself, the
             # conversion of its result, the text of its error, and dropping its result.
-            with doomed_by_stops():
+            with doomed_by_stops(), self._decimal_context():
                 try:
                     try:
                         started = eval(code, scope)  # a coroutine when it awaits at top level
@@ -388,6 +391,23 @@ class Sandbox:
             tool_calls=tuple(run.tool_calls),
             error=failure,
         )
+
+    @contextlib.contextmanager
+    def _decimal_context(self) -> Iterator[None]:
+        """The session's decimal context for the run, the thread's own restored after: a
+        script's precision or traps never reach the host's arithmetic, nor another
+        session's, and the session's exponents stay within what scripts may make."""
+        from stdlib_bindings._everyday import session_decimal_context
+
+        saved = decimal.getcontext()
+        if self._decimal is None:
+            self._decimal = session_decimal_context()
+        decimal.setcontext(self._decimal)
+        try:
+            yield
+        finally:
+            self._decimal = session_decimal_context(decimal.getcontext(), self._decimal)
+            decimal.setcontext(saved)
 
     def _run_globals(self, run: _Run) -> dict[str, Any]:
         guards = self.guards

@@ -92,6 +92,10 @@ def register_readable(
             MUTABLE_TYPES.add(kind)
 
 
+# Stand-ins every session shows for a host type (``type(Decimal(1)) is Decimal``): a
+# facade made once for the process registers its own here; a session adds its own after.
+SHOWN: dict[type, Any] = {}
+
 # Stand-in bases that build a class of another shape (``typing.NamedTuple``): each maps
 # the class statement's name, bases and namespace to the bases and namespace to use.
 CLASS_BUILDERS: dict[type, Any] = {}
@@ -229,6 +233,7 @@ __all__ = [
     "SCOPE_KEY",
     "SCOPE_MARK",
     "SCRIPT_CLASSES",
+    "SHOWN",
     "WRITABLE_TYPES",
     "exact_arguments",
     "exact_value",

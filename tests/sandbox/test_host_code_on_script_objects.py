@@ -1,0 +1,400 @@
+"""Host code never acts on a script's objects: the findings of the fourth attack pass.
+
+Each finding is the script that reproduced it, run on both executors; each test checks
+the effect (what the host kept, what a run could build, whether it ended), not only
+the code. The rule they share: a host function never runs with an object the script
+controls as its receiver; sizes are checked on what an operation will make; a stop in
+flight ends the run whatever a ``finally`` raises in front of it; classes every session
+shares refuse writes; and a tool never runs in the script's decimal context.
+"""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import regex
+
+from codeact import ErrorCode, Runtime, ToolCall, ToolRegistry, tool
+from codeact.contract._json import thaw
+from codeact.executors._in_process import InProcessExecutor
+from codeact.executors._process import ProcessExecutor
+from codeact.sandbox import Limits, ScriptOutcome
+from codeact.sandbox._errors import SecurityViolation
+from codeact.sandbox._ownership import BASE_CLASSES, READABLE, SCRIPT_CLASSES
+from codeact.sandbox._sealed import is_sealed
+
+from .conftest import Runner
+
+Run = Callable[[str], ScriptOutcome]
+SMALL = Limits(wall_seconds=4.0, cpu_seconds=4.0, memory_bytes=256 * 1024 * 1024)
+
+
+def _script(text: str) -> str:
+    return textwrap.dedent(text).strip() + "\n"
+
+
+# 1. A host class's method on the script's object ----------------------------------------
+
+PATH_PARENTS_INIT = _script(
+    """
+    from pathlib import PurePosixPath
+    class Holder:
+        pass
+    class FakePath:
+        _drv = ''
+        _root = ''
+        _parts = []
+        _tail = []
+    held = Holder()
+    type(PurePosixPath('a').parents).__init__(held, FakePath)
+    sorted(vars(held))
+    """
+)
+
+
+def test_a_host_init_never_runs_on_the_scripts_object(run: Runner) -> None:
+    outcome = run(PATH_PARENTS_INIT)
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.CODE_SECURITY_VIOLATION
+    assert "acts only on _PathParents objects" in outcome.error.message
+
+
+def test_a_reviewed_bases_own_init_still_serves_its_subclasses(run: Runner) -> None:
+    outcome = run(
+        _script(
+            """
+            import collections
+            class Tally(collections.Counter):
+                def __init__(self, text):
+                    collections.Counter.__init__(self, text)
+            class Failure(Exception):
+                def __init__(self, why):
+                    Exception.__init__(self, why)
+            [sorted(Tally('abca').items()), str(Failure('no'))]
+            """
+        )
+    )
+    assert outcome.error is None
+    assert outcome.value == [[["a", 2], ["b", 1], ["c", 1]], "no"]
+
+
+def test_dataclass_refuses_a_field_name_that_would_be_code(tmp_path: Path) -> None:
+    from stdlib_bindings import _dataclasses
+
+    marker = tmp_path / "ran"
+    name = f"a, *, b=open({str(marker)!r}, 'w')"
+    made = type("Injected", (), {"__annotations__": {name: int}})
+    SCRIPT_CLASSES.add(made)  # as if a script had made it
+    with pytest.raises(SecurityViolation, match="not a valid dataclass field name"):
+        _dataclasses.dataclass(made)
+    assert not marker.exists()
+
+
+def test_asdict_copies_with_the_scripts_copy_never_the_hosts(run: Runner) -> None:
+    outcome = run(
+        _script(
+            """
+            from dataclasses import dataclass, asdict, astuple, replace
+            import io
+            class Leaf:
+                def __init__(self, n):
+                    self.n = n
+            @dataclass
+            class Box:
+                leaf: object
+                items: list
+            box = Box(Leaf(3), [1, (2, 3)])
+            as_dict = asdict(box)
+            as_tuple = astuple(box)
+            stream = io.StringIO('host state')
+            shared = asdict(Box(stream, []))['leaf'] is stream
+            [as_dict['leaf'].n, as_dict['leaf'] is box.leaf, as_dict['items'],
+             as_tuple[1], replace(box, items=[]).items, shared]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    # the host's deepcopy would rebuild the stream from its pickled state; the script's
+    # copy hands a facade object on as it is
+    assert outcome.value == [
+        3,
+        False,
+        [1, [2, 3]],
+        [1, [2, 3]],
+        [],
+        True,
+    ]
+
+
+def test_asdict_refuses_what_the_scripts_decorator_did_not_make(run: Runner) -> None:
+    outcome = run(
+        _script(
+            """
+            import dataclasses
+            try:
+                dataclasses.asdict(dataclasses.field())
+            except TypeError as error:
+                r = str(error)
+            r
+            """
+        )
+    )
+    assert outcome.value == "asdict() should be called on dataclass instances"
+
+
+# 2. Shared classes refuse writes ----------------------------------------------------------
+
+
+def test_every_class_the_runtime_shares_between_sessions_refuses_writes(run: Runner) -> None:
+    run("1")  # a session exists: the classes were sealed before its first script
+    ours = [
+        kind
+        for kind in (*READABLE, *BASE_CLASSES)
+        if isinstance(kind, type) and kind.__module__.startswith(("codeact", "stdlib_bindings"))
+    ]
+    import stdlib_bindings._system as system
+
+    ours += [system.ScriptStream, system.Facade]
+    assert len(ours) >= 10
+    for kind in ours:
+        assert is_sealed(kind), kind
+        with pytest.raises(TypeError, match="immutable"):
+            type.__setattr__(kind, "write", print)
+    assert not is_sealed(collections.Counter)  # the host's own classes are left alone
+    assert not any(k in SCRIPT_CLASSES for k in ours)
+
+
+# 3. A stop in flight cannot be swallowed -------------------------------------------------
+
+STOP_SHAPES = {
+    "finally-raises-then-except": """
+        n = 0
+        while True:
+            try:
+                try:
+                    while True:
+                        pass
+                finally:
+                    raise ValueError('in front')
+            except ValueError:
+                n += 1
+                if n > 50:
+                    break
+        print('survived', n)
+        """,
+    "security-stop-behind-a-finally": """
+        for i in range(3):
+            try:
+                try:
+                    getattr(1, '__glob' + 'als__')
+                finally:
+                    raise KeyError('in front')
+            except KeyError:
+                pass
+        print('survived')
+        """,
+    "exit-suppresses-what-a-finally-raised": """
+        class Quiet:
+            def __enter__(self):
+                return self
+            def __exit__(self, *details):
+                return True
+        for i in range(50):
+            with Quiet():
+                try:
+                    while True:
+                        pass
+                finally:
+                    raise ValueError('in front')
+        print('survived')
+        """,
+    "contextlib-suppress": """
+        import contextlib
+        for i in range(50):
+            with contextlib.suppress(ValueError):
+                try:
+                    while True:
+                        pass
+                finally:
+                    raise ValueError('in front')
+        print('survived')
+        """,
+    "finally-returns": """
+        def f():
+            try:
+                try:
+                    while True:
+                        pass
+                finally:
+                    raise ValueError('in front')
+            finally:
+                return 'swallowed'
+        for i in range(50):
+            f()
+        print('survived')
+        """,
+    "in-a-coroutine": """
+        import asyncio
+        async def spin():
+            try:
+                try:
+                    while True:
+                        pass
+                finally:
+                    raise ValueError('in front')
+            except ValueError:
+                return 'swallowed'
+        async def main():
+            for i in range(50):
+                await spin()
+            print('survived')
+        await main()
+        """,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(STOP_SHAPES))
+def test_a_stop_in_flight_ends_the_run_whatever_stands_in_front(
+    make_runner: Callable[..., Runner], shape: str
+) -> None:
+    run = make_runner(Limits(wall_seconds=1.0, cpu_seconds=1.0))
+    outcome = run(_script(STOP_SHAPES[shape]))
+    assert outcome.error is not None
+    assert outcome.error.code in (ErrorCode.CODE_RESOURCE_LIMIT, ErrorCode.CODE_SECURITY_VIOLATION)
+    assert "survived" not in outcome.output
+    if shape == "security-stop-behind-a-finally":
+        assert outcome.error.code == ErrorCode.CODE_SECURITY_VIOLATION
+    else:
+        assert "limit" in outcome.error.message
+
+
+# 4. Sizes are checked on what an operation makes ------------------------------------------
+
+INDEX = "class Big:\n    def __index__(self):\n        return 10 ** 9\n"
+LYING_INT = "class Small(int):\n    def __abs__(self):\n        return 0\n    def __gt__(self, other):\n        return False\n"
+
+OVERSIZED = {
+    "list-times-index": INDEX + "[0] * Big()",
+    "str-times-index": INDEX + "'ab' * Big()",
+    "bytes-of-index": INDEX + "bytes(Big())",
+    "bytearray-of-index": INDEX + "bytearray(Big())",
+    "ljust-to-index": INDEX + "'x'.ljust(Big())",
+    "percent-star-width": LYING_INT + "'%*d' % (Small(10 ** 9), 1)",
+    "comb-of-index": INDEX + "import math\nmath.comb(Big(), 100_000)",
+    "int-times-lying-int": LYING_INT + "Small(1 << 3_000_000) * Small(1 << 3_000_000)",
+    "round-an-int": "round(5, -10 ** 8)",
+    "fraction-products": "from fractions import Fraction\nf = Fraction(3 ** 1_000_000, 7)\n"
+    "for i in range(8):\n    f = f * f + Fraction(1, 3)",
+    "round-a-fraction": "from fractions import Fraction\nround(Fraction(1, 3), 10 ** 8)",
+    "fraction-of-a-string": "from fractions import Fraction\nFraction('1e99999999')",
+    "int-of-a-decimal": "from decimal import Decimal\nint(Decimal('1e600000'))",
+    "mean-of-decimals": "import statistics\nfrom decimal import Decimal\n"
+    "statistics.mean([Decimal('1e600000'), Decimal(1)])",
+    "decimal-context-exponent": "import decimal\ndecimal.Context(Emax=10 ** 8)",
+    "pattern-sub-template": "import re\nre.compile('a').sub('\\\\g<0>' * 200, 'a' * 200_000)",
+    "pattern-sub-callable": "import re\nre.compile('a').sub(lambda m: 'x' * 100_000, 'a' * 5_000)",
+    "match-expand": "import re\nlen(re.search('(a+)', 'a' * 200_000).expand('\\\\1' * 500))",
+    "module-sub-callable": "import re\nre.sub('a', lambda m: 'y' * 100_000, 'a' * 5_000)",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(OVERSIZED))
+def test_an_oversized_result_is_refused_before_it_is_made(
+    make_runner: Callable[..., Runner], attack: str
+) -> None:
+    run = make_runner(SMALL)
+    outcome = run(OVERSIZED[attack])
+    assert outcome.error is not None, attack
+    assert outcome.error.code == ErrorCode.CODE_RESOURCE_LIMIT, outcome.error
+    # refused by a size guard, not stopped by the clock or the memory limit after the fact
+    assert not outcome.error.message.startswith("the script exceeded its")
+    assert "memory" not in outcome.error.message
+
+
+def test_the_sized_forms_still_compute_what_python_computes(run: Runner) -> None:
+    outcome = run(
+        _script(
+            """
+            import math, re
+            from fractions import Fraction
+            from decimal import Decimal
+            class Three:
+                def __index__(self):
+                    return 3
+            f = Fraction(1, 3)
+            [
+                [0] * Three(), len(bytes(Three())), 'x'.ljust(Three()) + '|', math.comb(Three(), 2),
+                str(f * f + 1), str(round(Fraction(22, 7), 2)), str(2 ** Fraction(3)),
+                round(1234, -2), int(Decimal('1e3')), type(f * f) is Fraction,
+                re.compile('(a)').sub(lambda m: m.group(1).upper(), 'banana'),
+                re.search('(n)(a)', 'banana').expand(r'\\2\\1'), re.I | re.M,
+                type(re.I) is int,
+            ]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [
+        [0, 0, 0],
+        3,
+        "x  |",
+        3,
+        "10/9",
+        "157/50",
+        "8",
+        1200,
+        1000,
+        True,
+        "bAnAnA",
+        "an",
+        10,
+        True,
+    ]
+
+
+def test_regex_flags_never_grow_a_table_of_the_process(make_runner: Callable[..., Runner]) -> None:
+    run = make_runner()
+    before = len(regex.RegexFlag._value2member_map_)
+    outcome = run("import re\n[type(re.I | (i << 24)).__name__ for i in range(2000)][-1]")
+    assert outcome.error is None
+    assert outcome.value == "int"
+    assert len(regex.RegexFlag._value2member_map_) == before
+
+
+# 5. A tool never runs in the script's decimal context ------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("executor", [InProcessExecutor, ProcessExecutor])
+async def test_a_sync_tool_computes_in_the_hosts_decimal_context(executor: type) -> None:
+    @tool
+    def seventh() -> str:
+        """One seventh, as the host's decimal arithmetic computes it."""
+        return str(decimal.Decimal(1) / decimal.Decimal(7))
+
+    registry = ToolRegistry()
+    registry.register(seventh)
+    expected = str(decimal.Decimal(1) / decimal.Decimal(7))
+    host_precision = decimal.getcontext().prec
+    script = _script(
+        """
+        import decimal
+        decimal.getcontext().prec = 3
+        mine = str(decimal.Decimal(2) / decimal.Decimal(4))
+        [mine, seventh()]
+        """
+    )
+    async with Runtime(registry, mode="code", executor=executor(limits=Limits())) as runtime:
+        result = await runtime.execute(ToolCall("c1", "run_code", {"code": script}))
+        again = await runtime.execute(
+            ToolCall("c2", "run_code", {"code": "str(decimal.getcontext().prec)"})
+        )
+    assert not result.is_error, result.text
+    assert thaw(result.value)["result"] == ["0.5", expected]  # type: ignore[index]
+    assert thaw(again.value)["result"] == "3"  # type: ignore[index]  # the session keeps its own
+    assert decimal.getcontext().prec == host_precision
