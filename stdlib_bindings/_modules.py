@@ -41,6 +41,7 @@ from typing import Any
 import regex
 
 from codeact.contract._exceptions import ToolError
+from codeact.sandbox._builtins import guarded_type
 from codeact.sandbox._errors import LimitExceeded, SecurityViolation
 from codeact.sandbox._guards import (
     MAX_DIVISION_WORK,
@@ -64,6 +65,7 @@ from codeact.sandbox._ownership import (
     register_host_method,
     register_readable,
 )
+from codeact.sandbox._sealed import seal
 
 from . import _copy as script_copy
 from . import _dataclasses as script_dataclasses
@@ -137,6 +139,24 @@ def _namedtuple(typename: str, field_names: Any, **kwargs: Any) -> type:
     cls = collections.namedtuple(typename, field_names, **kwargs)  # type: ignore[misc]
     SCRIPT_CLASSES.add(cls)
     return cls
+
+
+ENUM_BASES = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum")
+
+
+def _enum_base(base: type) -> type:
+    """An enum base as scripts hold it: a base for class statements, and never the
+    functional form (``Enum('Color', 'RED GREEN')`` makes a class no statement made,
+    which the runtime would not know as the script's)."""
+
+    def construct(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > 1 or kwargs:
+            raise SecurityViolation(
+                f"{base.__name__}(name, members) is not allowed: define the enum with a class"
+            )
+        return base(*args)
+
+    return seal(guarded_type(base, construct))
 
 
 def _on_script_classes(decorate: Callable[..., Any], name: str = "") -> Callable[..., Any]:
@@ -450,7 +470,13 @@ def _static_facades() -> dict[str, Facade]:
         ),
         "copy": Facade("copy", {"copy": script_copy.copy, "deepcopy": script_copy.deepcopy}),
         "typing": Facade("typing", typing_members()),
-        "enum": Facade("enum", pick(enum, "Enum IntEnum Flag IntFlag StrEnum auto unique")),
+        "enum": Facade(
+            "enum",
+            {
+                **pick(enum, "auto unique"),
+                **{name: _enum_base(getattr(enum, name)) for name in ENUM_BASES},
+            },
+        ),
         "dataclasses": Facade(
             "dataclasses",
             {

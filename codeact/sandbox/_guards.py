@@ -123,6 +123,10 @@ class Guards:
                 raise SecurityViolation(f"attributes of {what} objects are not accessible")
             raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if type(value) is _FUNCTION and isinstance(obj, type) and obj.__flags__ & _HEAP_TYPE:
+            # Counter.copy read from the class: host code that would run on any receiver
+            # (a script's class, whose __class__ is the real type) unless it is one of its own
+            value = _unbound_method(obj, name, value)
         if is_shared_container(obj, name, value):  # a host class's container is every session's
             raise SecurityViolation(f"the attribute {name!r} is shared with the host")
         if name in HOST_METHOD_NAMES:  # a method that caches its arguments process-wide
@@ -743,8 +747,13 @@ class LongRange:
         item = self._span[index]
         return LongRange(item) if isinstance(item, range) else item
 
+    # An exact int is found arithmetically; anything else (an object with __index__ or
+    # __eq__) is compared with every item, in C for a range: a billion steps no limit
+    # could stop. Here those steps are Python's, and a limit stops them.
     def __contains__(self, value: object) -> bool:
-        return value in self._span
+        if type(value) is int or type(value) is bool:
+            return value in self._span
+        return any(item == value for item in ticking(iter(self._span)))
 
     def __reversed__(self) -> Iterator[int]:
         return ticking(reversed(self._span))
@@ -765,10 +774,17 @@ class LongRange:
         return self._span.step
 
     def count(self, value: int) -> int:
-        return self._span.count(value)
+        if type(value) is int or type(value) is bool:
+            return self._span.count(value)
+        return sum(1 for item in ticking(iter(self._span)) if item == value)
 
     def index(self, value: int) -> int:
-        return self._span.index(value)
+        if type(value) is int or type(value) is bool:
+            return self._span.index(value)
+        for position, item in enumerate(ticking(iter(self._span))):
+            if item == value:
+                return position
+        raise ValueError(f"{value!r} is not in range")
 
 
 def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
@@ -1042,6 +1058,17 @@ def _changing(guards: Guards, method: Any, name: str, *, bound: bool) -> Callabl
         return method(*args, **kwargs)
 
     return call
+
+
+def _unbound_method(owner: type, name: str, value: Any) -> Any:
+    """A plain function read from a host class: a method (receiver checked) unless the
+    class holds it as a static method, which has no receiver to trust."""
+    for klass in owner.__mro__:
+        if name in vars(klass):
+            if isinstance(vars(klass)[name], staticmethod):
+                return value
+            break
+    return _on_own_instances(value, owner, name)
 
 
 def _on_own_instances(method: Any, owner: type, name: str) -> Callable[..., Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import decimal
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,6 +63,45 @@ def test_a_host_init_never_runs_on_the_scripts_object(run: Runner) -> None:
     assert outcome.error is not None
     assert outcome.error.code == ErrorCode.CODE_SECURITY_VIOLATION
     assert "acts only on _PathParents objects" in outcome.error.message
+
+
+CALL_PASS_FINDINGS = {
+    # Counter.copy(cls) is cls.__class__(cls): the real type, from a plain method read
+    "a-host-method-on-a-script-class": "import collections\n"
+    "class Bare:\n    pass\ncollections.Counter.copy(Bare)",
+    # the functional form builds a class no class statement made
+    "an-enum-made-by-a-call": "import enum\nenum.Enum('Made', 'A B')",
+}
+
+
+@pytest.mark.parametrize("finding", sorted(CALL_PASS_FINDINGS))
+def test_what_the_crawlers_call_pass_found_is_refused(run: Runner, finding: str) -> None:
+    outcome = run(CALL_PASS_FINDINGS[finding])
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.CODE_SECURITY_VIOLATION, outcome.error
+
+
+RANGE_SEARCHES = {
+    "contains": "class Index:\n    def __index__(self):\n        return -1\nIndex() in range(10 ** 18)",
+    "count": "class Any:\n    pass\nrange(10 ** 18).count(Any())",
+    "index": "class Any:\n    pass\nrange(10 ** 18).index(Any())",
+}
+
+
+@pytest.mark.parametrize("search", sorted(RANGE_SEARCHES))
+def test_searching_a_long_range_for_a_non_int_is_stopped_by_the_limit(
+    make_runner: Callable[..., Runner], search: str
+) -> None:
+    # found by the call pass: CPython compares each of 10**18 items in one C loop, which
+    # holds the interpreter (the whole host, in-process) until it ends, years later
+    run = make_runner(Limits(wall_seconds=1.0, cpu_seconds=1.0))
+    done: list[ScriptOutcome] = []
+    worker = threading.Thread(target=lambda: done.append(run(RANGE_SEARCHES[search])))
+    worker.start()
+    worker.join(timeout=120)  # a generous bound on an event, not a measured duration
+    assert done, "the search was not stopped"
+    assert done[0].error is not None
+    assert done[0].error.code == ErrorCode.CODE_RESOURCE_LIMIT
 
 
 def test_a_reviewed_bases_own_init_still_serves_its_subclasses(run: Runner) -> None:

@@ -19,10 +19,17 @@ import types
 from collections import deque
 from typing import Any
 
-from codeact.sandbox import Sandbox
+import pytest
+
+from codeact.sandbox import Limits, Sandbox
 from codeact.sandbox._errors import SandboxStop
 from codeact.sandbox._guards import CHANGING_DUNDERS, INERT_DUNDERS, match_class_guard
-from codeact.sandbox._ownership import is_script_class
+from codeact.sandbox._ownership import (
+    BASE_CLASSES,
+    PLAIN_TYPES,
+    READABLE,
+    is_script_class,
+)
 from codeact.sandbox._pending import Pending
 
 PROBED_DUNDERS = (
@@ -276,32 +283,23 @@ def _public_names(obj: Any) -> list[str]:
         return []
 
 
-def test_nothing_a_script_can_reach_leads_out_of_the_sandbox() -> None:
-    sandbox = Sandbox()
-    outcome = sandbox.run(
-        SEED_SCRIPT, tools={"add": ("a", "b")}, call_tool=lambda name, arguments: None
-    )
-    assert outcome.error is None, outcome.error
+def _crawl(
+    sandbox: Sandbox, roots: list[tuple[str, Any]], limit: int = MAX_OBJECTS
+) -> tuple[list[tuple[str, Any]], list[str]]:
+    """Everything reachable from ``roots`` (path and object, in the order found), and the
+    problems found on the way."""
     scope = sandbox.globals
-    # super, __build_class__ and __import__ are only ever called by compiled code: a
-    # script cannot hold them as values (the transformer refuses the names).
-    held = {k: v for k, v in scope["__builtins__"].items() if k not in NOT_VALUES}
-    roots: list[tuple[str, Any]] = [(f"builtins.{k}", v) for k, v in held.items()]
-    roots += [(f"module {name}", facade) for name, facade in sandbox._facades.items()]
-    roots += [(f"seed {i}", v) for i, v in enumerate(scope["seeds"])]
-    roots.append(("a planned write's pending value", Pending(1, "pay")))
-
     pattern = match_class_guard(sandbox.guards)
     seen: set[int] = set()
-    keep: list[Any] = []  # ids stay unique while everything is alive
+    reached: list[tuple[str, Any]] = []  # keeps ids unique while everything is alive
     queue: deque[tuple[str, Any]] = deque(roots)
     problems: list[str] = []
-    while queue and len(seen) < MAX_OBJECTS:
+    while queue and len(seen) < limit:
         path, obj = queue.popleft()
         if id(obj) in seen:
             continue
         seen.add(id(obj))
-        keep.append(obj)
+        reached.append((path, obj))
         problem = _dangerous(obj, scope)
         if problem is not None:
             problems.append(f"{path}: {problem} ({obj!r:.80})")
@@ -321,8 +319,174 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox() -> None:
                 problems.append(f"{path}.{name}: a stand-in's private name reached")
                 continue
             queue.append((f"{path}.{name}", value))
+    return reached, problems
+
+
+def _seeded() -> tuple[Sandbox, list[tuple[str, Any]]]:
+    sandbox = Sandbox()
+    outcome = sandbox.run(
+        SEED_SCRIPT, tools={"add": ("a", "b")}, call_tool=lambda name, arguments: None
+    )
+    assert outcome.error is None, outcome.error
+    scope = sandbox.globals
+    # super, __build_class__ and __import__ are only ever called by compiled code: a
+    # script cannot hold them as values (the transformer refuses the names).
+    held = {k: v for k, v in scope["__builtins__"].items() if k not in NOT_VALUES}
+    roots: list[tuple[str, Any]] = [(f"builtins.{k}", v) for k, v in held.items()]
+    roots += [(f"module {name}", facade) for name, facade in sandbox._facades.items()]
+    roots += [(f"seed {i}", v) for i, v in enumerate(scope["seeds"])]
+    roots.append(("a planned write's pending value", Pending(1, "pay")))
+    return sandbox, roots
+
+
+Crawled = tuple[Sandbox, list[tuple[str, Any]], list[str]]
+
+
+@pytest.fixture(scope="module")
+def crawled() -> Crawled:
+    """One crawl of the seeded surface, for the read pass and the call pass."""
+    sandbox, roots = _seeded()
+    reached, problems = _crawl(sandbox, roots)
+    return sandbox, reached, problems
+
+
+def test_nothing_a_script_can_reach_leads_out_of_the_sandbox(crawled: Crawled) -> None:
+    _, reached, problems = crawled
     assert problems == [], "\n".join(problems[:40])
-    assert len(seen) > 500  # the crawl really walked the surface
+    assert len(reached) > 500  # the crawl really walked the surface
+
+
+# The call pass: every host callable the crawl reached is called, from a script, with
+# objects a script makes (the shapes host code trusts: an __index__, an __eq__ that is
+# always true, a sequence that is not one, a bare class, subclasses of builtins).
+PROBE_SCRIPT = """
+class Index:
+    def __index__(self):
+        return 3
+    def __int__(self):
+        return 3
+class Equal:
+    def __eq__(self, other):
+        return True
+    def __hash__(self):
+        return 0
+class Shaped:
+    def __len__(self):
+        return 2
+    def __iter__(self):
+        return iter([1, 2])
+    def __getitem__(self, index):
+        return 1
+    def __str__(self):
+        return 'shaped'
+class Bare:
+    pass
+class Text(str):
+    pass
+class Number(int):
+    pass
+class Items(list):
+    pass
+probes = [Index(), Equal(), Shaped(), Bare(), Bare, Text('a'), Number(2), Items([1])]
+"""
+CALL_SCRIPT = """
+made = []
+for index in range(start, len(targets)):
+    reached[0] = index
+    for probe in probes:
+        for arguments in ((probe,), (probe, probe), (1, probe), (probe, 'a')):
+            try:
+                made.append(targets[index](*arguments))
+            except Exception:
+                pass
+"""
+MAX_CALLED = 8_000
+CALL_LIMITS = Limits(wall_seconds=1.0, cpu_seconds=1.0)
+
+
+def _callables(sandbox: Sandbox, reached: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The host callables reached, one per function (a method bound to many objects once)."""
+    scope = sandbox.globals
+    chosen: dict[Any, tuple[str, Any]] = {}
+    for path, obj in reached:
+        if type(obj) is Pending:
+            continue  # a planned write's result: nothing to call until it is made
+        if not callable(obj) or _script_defined(obj, scope) or is_script_class(type(obj)):
+            continue
+        if isinstance(obj, type) and is_script_class(obj):
+            continue
+        if isinstance(obj, types.MethodType):
+            key: Any = ("method", id(obj.__func__))
+        elif isinstance(obj, types.BuiltinMethodType | types.MethodWrapperType) and not (
+            isinstance(obj.__self__, types.ModuleType)
+        ):
+            key = ("builtin method", type(obj.__self__), obj.__name__)
+        else:
+            key = ("value", id(obj))
+        chosen.setdefault(key, (path, obj))
+    return list(chosen.values())[:MAX_CALLED]
+
+
+def _leaks(value: Any, scope: dict[str, Any]) -> str | None:
+    """What a call must never hand a script: a module, frame, code, ``type``, ``super``, a
+    metaclass, or a host class the script could not otherwise name."""
+    problem = _dangerous(value, scope)
+    if problem is None and isinstance(value, type) and not _nameable(value):
+        problem = "a host class"
+    return problem
+
+
+def _nameable(kind: type) -> bool:
+    return (
+        is_script_class(kind)
+        or kind in PLAIN_TYPES
+        or kind in READABLE
+        or kind in BASE_CLASSES
+        or issubclass(kind, BaseException)
+    )
+
+
+def test_host_callables_called_with_script_made_objects_hand_out_nothing(
+    crawled: Crawled,
+) -> None:
+    sandbox, reached, _ = crawled
+    assert sandbox.run(PROBE_SCRIPT).error is None
+    scope = sandbox.globals
+    probes = list(scope["probes"])
+    targets = _callables(sandbox, reached)
+    assert len(targets) > 300  # the pass really called the surface
+    sandbox.limits = CALL_LIMITS
+    problems: list[str] = []
+    made: list[tuple[str, Any]] = []
+
+    scope["targets"] = [target for _, target in targets]
+    scope["reached"] = [0]
+    start = 0
+    while start < len(targets):
+        # a stop (a limit, a refused name) ends the run: the next run starts past the
+        # target that caused it, so every target is called
+        scope["start"] = start
+        outcome = sandbox.run(CALL_SCRIPT, call_tool=lambda name, arguments: None)
+        stopped = scope["reached"][0]
+        where = f"{targets[start][0]} .. {targets[stopped][0]}"
+        for value in scope.get("made", []):
+            if isinstance(value, types.CoroutineType):
+                value.close()  # asyncio.sleep(probe): made, never awaited
+            problem = _leaks(value, scope)
+            if problem is not None:
+                problems.append(f"one of {where}: {problem} ({value!r:.80})")
+            made.append((f"one of {where}", value))
+        for probe in probes:  # what host code stored on the script's own objects
+            for name, value in list(getattr(probe, "__dict__", {}).items()):
+                problem = _leaks(value, scope)
+                if problem is not None:
+                    problems.append(f"one of {where} stored {problem} in a script object's {name}")
+        start = len(targets) if outcome.error is None else stopped + 1
+    # and what the calls made, crawled as everything else is
+    more, found = _crawl(sandbox, made, limit=MAX_OBJECTS // 3)
+    problems += found
+    assert problems == [], "\n".join(problems[:40])
+    assert len(more) > len(made) // 2
 
 
 def test_no_script_class_escapes_the_ownership_rules() -> None:
