@@ -6,9 +6,7 @@ Both derive from ``BaseException`` and neither is bound in a script's builtins, 
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator
 
 
 class _RunStops(threading.local):
@@ -36,14 +34,14 @@ class SandboxStop(BaseException):
             _STOPS.first = self
 
 
-@contextlib.contextmanager
-def doomed_by_stops() -> Iterator[None]:
-    """Remember, for the run in this thread, the first stop made in it."""
+def watch_stops() -> None:
+    """From now on, remember the first stop made in this thread: its run is doomed."""
     _STOPS.watching, _STOPS.first = True, None
-    try:
-        yield
-    finally:
-        _STOPS.watching, _STOPS.first = False, None
+
+
+def unwatch_stops() -> None:
+    """The run in this thread has ended."""
+    _STOPS.watching, _STOPS.first = False, None
 
 
 def stop_in_flight() -> SandboxStop | None:
@@ -78,7 +76,8 @@ __all__ = [
     "LimitInterrupt",
     "SandboxStop",
     "SecurityViolation",
-    "doomed_by_stops",
     "may_suppress",
     "stop_in_flight",
+    "unwatch_stops",
+    "watch_stops",
 ]

@@ -35,6 +35,7 @@ from ._ownership import (
     SHOWN,
     WRITABLE_TYPES,
     is_script_class,
+    is_script_function,
     is_shared_container,
     is_writable,
     readable_names,
@@ -123,7 +124,12 @@ class Guards:
                 raise SecurityViolation(f"attributes of {what} objects are not accessible")
             raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
-        if type(value) is _FUNCTION and isinstance(obj, type) and obj.__flags__ & _HEAP_TYPE:
+        if (
+            type(value) is _FUNCTION
+            and isinstance(obj, type)
+            and obj.__flags__ & _HEAP_TYPE
+            and not is_script_function(value)
+        ):
             # Counter.copy read from the class: host code that would run on any receiver
             # (a script's class, whose __class__ is the real type) unless it is one of its own
             value = _unbound_method(obj, name, value)

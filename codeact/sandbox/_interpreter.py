@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import decimal
 import difflib
 import gc
@@ -13,7 +12,7 @@ import math
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,8 +25,9 @@ from ._errors import (
     LimitExceeded,
     SandboxStop,
     SecurityViolation,
-    doomed_by_stops,
     stop_in_flight,
+    unwatch_stops,
+    watch_stops,
 )
 from ._guards import (
     Builtin,
@@ -139,6 +139,41 @@ def _seal_shared_classes() -> None:
     _SEALED.set()
 
 
+def session_decimal_context(*args: Any) -> Any:
+    """The facades' own (loaded when a session first needs it)."""
+    from stdlib_bindings._everyday import session_decimal_context as made
+
+    return made(*args)
+
+
+class _RunScope:
+    """What holds for the length of one run, in its thread: the first stop made dooms the
+    run (see ``stop_in_flight``), and the decimal context is the session's (the thread's
+    own restored after: a script's precision never reaches the host's arithmetic, nor
+    another session's, and its exponents stay within what scripts may make)."""
+
+    __slots__ = ("_sandbox", "_saved")
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self._sandbox = sandbox
+
+    def __enter__(self) -> None:
+        sandbox = self._sandbox
+        self._saved = decimal.getcontext()
+        if sandbox.decimal_context is None:
+            sandbox.decimal_context = session_decimal_context()
+        decimal.setcontext(sandbox.decimal_context)
+        watch_stops()
+
+    def __exit__(self, *details: object) -> None:
+        unwatch_stops()
+        sandbox = self._sandbox
+        current = decimal.getcontext()
+        if current is not sandbox.decimal_context:  # the script set one of its own
+            sandbox.decimal_context = session_decimal_context(current, sandbox.decimal_context)
+        decimal.setcontext(self._saved)
+
+
 class Sandbox:
     """A restricted interpreter for one session.
 
@@ -183,7 +218,7 @@ class Sandbox:
         if old:
             self._teardown(old)
         self.guards = Guards(self.limits)
-        self._decimal: Any = None  # the session's decimal context, made in its first run
+        self.decimal_context: Any = None  # the session's, made in its first run
         from stdlib_bindings._modules import session_facades
 
         self._facades = {
@@ -357,7 +392,7 @@ class Sandbox:
         try:
             # Everything the script defined runs in here, watched: the script itself, the
             # conversion of its result, the text of its error, and dropping its result.
-            with doomed_by_stops(), self._decimal_context():
+            with _RunScope(self):
                 try:
                     try:
                         started = eval(code, scope)  # a coroutine when it awaits at top level
@@ -391,23 +426,6 @@ class Sandbox:
             tool_calls=tuple(run.tool_calls),
             error=failure,
         )
-
-    @contextlib.contextmanager
-    def _decimal_context(self) -> Iterator[None]:
-        """The session's decimal context for the run, the thread's own restored after: a
-        script's precision or traps never reach the host's arithmetic, nor another
-        session's, and the session's exponents stay within what scripts may make."""
-        from stdlib_bindings._everyday import session_decimal_context
-
-        saved = decimal.getcontext()
-        if self._decimal is None:
-            self._decimal = session_decimal_context()
-        decimal.setcontext(self._decimal)
-        try:
-            yield
-        finally:
-            self._decimal = session_decimal_context(decimal.getcontext(), self._decimal)
-            decimal.setcontext(saved)
 
     def _run_globals(self, run: _Run) -> dict[str, Any]:
         guards = self.guards

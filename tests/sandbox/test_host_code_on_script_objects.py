@@ -69,6 +69,9 @@ CALL_PASS_FINDINGS = {
     # Counter.copy(cls) is cls.__class__(cls): the real type, from a plain method read
     "a-host-method-on-a-script-class": "import collections\n"
     "class Bare:\n    pass\ncollections.Counter.copy(Bare)",
+    # the same method, inherited by the script's own subclass of a reviewed base
+    "an-inherited-host-method-on-a-script-class": "import collections\n"
+    "class Tally(collections.Counter):\n    pass\nclass Bare:\n    pass\nTally.copy(Bare)",
     # the functional form builds a class no class statement made
     "an-enum-made-by-a-call": "import enum\nenum.Enum('Made', 'A B')",
 }
