@@ -72,6 +72,9 @@ CALL_PASS_FINDINGS = {
     # the same method, inherited by the script's own subclass of a reviewed base
     "an-inherited-host-method-on-a-script-class": "import collections\n"
     "class Tally(collections.Counter):\n    pass\nclass Bare:\n    pass\nTally.copy(Bare)",
+    # localcontext's __enter__ on a script object would store the host's decimal context
+    "localcontext-enter-on-a-script-object": "import decimal\n"
+    "class Holder:\n    pass\ndecimal.localcontext.__enter__(Holder())",
     # the functional form builds a class no class statement made
     "an-enum-made-by-a-call": "import enum\nenum.Enum('Made', 'A B')",
 }
