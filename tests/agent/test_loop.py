@@ -456,9 +456,11 @@ def test_a_script_killed_mid_call_gets_every_call_closed_and_says_what_finished(
     assert [m["role"] for m in session.history()] == ["user", "assistant", "tool"]
 
 
-STEPS_CHILD = textwrap.dedent(
+# A process that imports codeact once and forks an agent per store path it reads: each
+# child says "started <pid>", and the parent says "ended" once that child is gone.
+STEPS_ZYGOTE = textwrap.dedent(
     """
-    import json, sys, time
+    import json, os, sys, time
     from pathlib import Path
     import anyio
     from codeact import (
@@ -466,29 +468,38 @@ STEPS_CHILD = textwrap.dedent(
         ToolCall, ToolRegistry, tool,
     )
 
-    store_path = Path(sys.argv[1])
-
     @tool
     def step(n: int) -> int:
         '''One small step, with an effect that takes a moment.'''
         time.sleep(0.01)
         return n + 1
 
-    registry = ToolRegistry()
-    registry.register(step)
-    code = "total = 0\\nfor i in range(6):\\n    total += step(i)\\ntotal"
-    replies = [
-        ModelReply(tool_calls=(ToolCall(f"run{n}", "run_code", json.dumps({"code": code})),))
-        for n in range(40)
-    ]
-    agent = Agent(
-        Runtime(registry, executor=InProcessExecutor()),
-        ScriptedModel([*replies, ModelReply(text="done")]),
-        session=Session(store=JsonlStore(store_path)),
-        mode=Mode.CODE,
-    )
-    print("started", flush=True)
-    anyio.run(agent.run, "start")
+    def converse(store_path):
+        registry = ToolRegistry()
+        registry.register(step)
+        code = "total = 0\\nfor i in range(6):\\n    total += step(i)\\ntotal"
+        replies = [
+            ModelReply(tool_calls=(ToolCall(f"run{n}", "run_code", json.dumps({"code": code})),))
+            for n in range(40)
+        ]
+        agent = Agent(
+            Runtime(registry, executor=InProcessExecutor()),
+            ScriptedModel([*replies, ModelReply(text="done")]),
+            session=Session(store=JsonlStore(store_path)),
+            mode=Mode.CODE,
+        )
+        print("started", os.getpid(), flush=True)
+        anyio.run(agent.run, "start")
+
+    for line in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                converse(Path(line.strip()))
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        print("ended", flush=True)
     """
 )
 
@@ -500,38 +511,43 @@ def test_an_agent_killed_at_random_points_resumes_with_one_result_per_call(
 
     chooser = random.Random(50)
     interrupted_scripts = 0
-    script = tmp_path / "child.py"
-    script.write_text(STEPS_CHILD)
-    for number in range(50):
-        store_path = tmp_path / f"s{number}.jsonl"
-        child = subprocess.Popen(
-            [sys.executable, str(script), str(store_path)], stdout=subprocess.PIPE, text=True
-        )
-        try:
-            assert child.stdout is not None
-            assert child.stdout.readline().strip() == "started"
+    script = tmp_path / "zygote.py"
+    script.write_text(STEPS_ZYGOTE)
+    zygote = subprocess.Popen(
+        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert zygote.stdin is not None
+    assert zygote.stdout is not None
+    try:
+        for number in range(50):
+            store_path = tmp_path / f"s{number}.jsonl"
+            zygote.stdin.write(f"{store_path}\n")
+            zygote.stdin.flush()
+            said, pid = zygote.stdout.readline().split()
+            assert said == "started"
             time.sleep(chooser.uniform(0.0, 0.4))  # a random point of the conversation
-            os.kill(child.pid, signal.SIGKILL)
-        finally:
-            child.wait(timeout=30)
-            if child.stdout is not None:
-                child.stdout.close()
-        session = Session.resume(JsonlStore(store_path))  # always loads
-        interrupted_scripts += any(c.parent for c in session.open_calls(nested=True))
-        registry = ToolRegistry()
-        registry.register(add)
-        agent = Agent(
-            Runtime(registry, executor=InProcessExecutor()),
-            ScriptedModel([ModelReply(text="resumed")]),
-            session=session,
-            mode=Mode.CODE,
-        )
-        assert anyio.run(agent.run, "go on") == "resumed"  # the final run completes
-        calls = [e for e in session.events if isinstance(e, ToolCallRecorded)]
-        results = [e for e in session.events if isinstance(e, ToolResultRecorded)]
-        answered = [r.call_seq for r in results]
-        assert sorted(answered) == sorted(c.seq for c in calls), number  # one each
-        assert session.open_calls(nested=True) == []
+            os.kill(int(pid), signal.SIGKILL)
+            assert zygote.stdout.readline().strip() == "ended"
+            session = Session.resume(JsonlStore(store_path))  # always loads
+            interrupted_scripts += any(c.parent for c in session.open_calls(nested=True))
+            registry = ToolRegistry()
+            registry.register(add)
+            agent = Agent(
+                Runtime(registry, executor=InProcessExecutor()),
+                ScriptedModel([ModelReply(text="resumed")]),
+                session=session,
+                mode=Mode.CODE,
+            )
+            assert anyio.run(agent.run, "go on") == "resumed"  # the final run completes
+            calls = [e for e in session.events if isinstance(e, ToolCallRecorded)]
+            results = [e for e in session.events if isinstance(e, ToolResultRecorded)]
+            answered = [r.call_seq for r in results]
+            assert sorted(answered) == sorted(c.seq for c in calls), number  # one each
+            assert session.open_calls(nested=True) == []
+    finally:
+        zygote.stdin.close()
+        zygote.wait(timeout=60)
+        zygote.stdout.close()
     assert interrupted_scripts > 0  # some kills landed while a script's call was open
 
 
