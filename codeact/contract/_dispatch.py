@@ -34,7 +34,7 @@ from ._call import ToolCall, parse_arguments
 from ._events import DispatchEvent, EventRelay, ToolCallFinished, ToolCallStarted, ToolProgress
 from ._exceptions import ErrorCode, ToolError
 from ._invocation import Invocation
-from ._json import FrozenJson, JsonValue, NotJsonError, detach, freeze, thaw
+from ._json import MAX_DEPTH, FrozenJson, JsonValue, NotJsonError, detach, freeze, thaw
 from ._media import render_value
 from ._results import (
     ContentBlock,
@@ -477,14 +477,17 @@ def _plain_output(raw: Any) -> JsonValue:
         return detach(to_jsonable_python(_base64_bytes(raw), bytes_mode="base64"))
 
 
-def _base64_bytes(value: Any) -> Any:
-    """Bytes (in plain containers too) as standard base64 text, what base64.b64decode reads."""
+def _base64_bytes(value: Any, depth: int = 0) -> Any:
+    """Bytes (in plain containers too) as standard base64 text, what base64.b64decode reads;
+    no deeper than ``detach`` goes (a value nested past it is not JSON, not a crash)."""
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict | list | tuple) and depth > MAX_DEPTH:
+        raise NotJsonError("$", f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
-        return {key: _base64_bytes(inner) for key, inner in value.items()}
+        return {key: _base64_bytes(inner, depth + 1) for key, inner in value.items()}
     if isinstance(value, list | tuple):
-        return [_base64_bytes(inner) for inner in value]
+        return [_base64_bytes(inner, depth + 1) for inner in value]
     return value
 
 

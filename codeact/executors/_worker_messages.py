@@ -10,6 +10,7 @@ the value and the error, both bounded here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -20,6 +21,7 @@ from ..contract._exceptions import ErrorCode
 from ..contract._json import JsonValue, thaw
 from ..contract._results import ToolExecutionResult
 from ..sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
+from ..sandbox._interpreter import MAX_RESULT_CHARS, MAX_RESULT_DEPTH, SCALAR_CHARS
 from ..sandbox._outcome import outcome_from_json
 
 MAX_ERROR_CHARS = 4_000  # the interpreter's own bound on an error message
@@ -162,10 +164,18 @@ def host_outcome(
 ) -> ScriptOutcome:
     """The run's outcome as the host reports it: the value and error from the worker
     (checked, bounded), the tool calls from the host's own record, output bounded."""
+    sent = message.get("outcome")
+    if type(sent) is dict:  # the calls are the host's own record: the claim is not even read
+        if type(sent.get("tool_calls", [])) is not list:
+            raise Forged("an outcome of the wrong shape")
+        sent = {key: value for key, value in sent.items() if key != "tool_calls"}
     try:
-        claimed = outcome_from_json(message.get("outcome"))
+        claimed = outcome_from_json(sent)
     except (TypeError, ValueError, AttributeError):
         raise Forged("an outcome of the wrong shape") from None
+    problem = oversized(claimed.value)
+    if problem is not None:  # an honest worker cuts its value long before this
+        raise Forged(f"an outcome value {problem}")
     error = claimed.error
     if error is not None:
         if error.code not in RUN_CODES:  # programs match on codes: only a run's own
@@ -177,6 +187,50 @@ def host_outcome(
         tool_calls=tuple(records),  # the host's record, never the worker's claim
         error=error,
     )
+
+
+def oversized(value: Any) -> str | None:
+    """What is wrong with a value the worker claims its script returned, or None.
+
+    The interpreter makes a run's value with ``plain_result``: exact JSON types, at most
+    ``MAX_RESULT_DEPTH`` containers deep, and at most ``MAX_RESULT_CHARS`` spent by the same
+    count (a string its length, a key its length, a container its length, any other leaf
+    ``SCALAR_CHARS``). The same count here, without recursion, bounds what a lying worker
+    can hand the host's program (or the host's encoders, which do recurse).
+    """
+    budget = MAX_RESULT_CHARS
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is str:
+            budget -= max(len(item), 1)
+        elif kind is list or kind is dict:
+            if depth >= MAX_RESULT_DEPTH:
+                return f"nested deeper than {MAX_RESULT_DEPTH} levels"
+            budget -= max(len(item), 1)
+            if kind is dict:
+                for key in item:
+                    if type(key) is not str:
+                        return "with a key that is not text"
+                    budget -= len(key)
+                items = item.values()
+            else:
+                items = item
+            if budget < 0:
+                break
+            stack.extend((inner, depth + 1) for inner in items)
+        elif kind is float and not math.isfinite(item):
+            return "holding NaN or infinity, which JSON has not"
+        elif item is None or kind is bool or kind is int or kind is float:
+            budget -= SCALAR_CHARS
+        else:
+            return f"holding a {kind.__name__}, which JSON has not"
+        if budget < 0:
+            break
+    if budget < 0:
+        return f"larger than {MAX_RESULT_CHARS:,} characters"
+    return None
 
 
 def _bounded_error(error: ScriptError) -> ScriptError:
@@ -206,6 +260,7 @@ __all__ = [
     "bounded",
     "checked",
     "host_outcome",
+    "oversized",
     "printed_text",
     "readings",
 ]

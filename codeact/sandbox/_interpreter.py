@@ -60,6 +60,7 @@ _BINDING_KEY = object()
 SCRIPT_MODULE_NAME = "__main__"
 MAX_REPR_CHARS = 2_000
 MAX_RESULT_DEPTH = 50
+SCALAR_CHARS = 8  # what a number, a bool or None counts towards a result's size
 MAX_ERROR_CHARS = 4_000
 OUT_OF_MEMORY = "memory limit: the script ran out of memory"
 MAX_KIND_CHARS = 200
@@ -734,25 +735,27 @@ def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) ->
         budget = [MAX_RESULT_CHARS]
     kind = type(value)
     if kind is str:
-        _spend(budget, len(value))
+        _spend(budget, max(len(value), 1))
         return detach(value)
     if value is None or kind in (bool, int) or (kind is float and math.isfinite(value)):
-        _spend(budget, 8)
+        _spend(budget, SCALAR_CHARS)
         return detach(value)
     if kind is Pending:  # a planned write's result, returned: its mark (no repr runs)
-        _spend(budget, 32)
         marked_value: str = value.marked
+        _spend(budget, max(len(marked_value), SCALAR_CHARS))
         return marked_value
     if depth < MAX_RESULT_DEPTH:
         if kind in (list, tuple):
-            _spend(budget, len(value))
+            _spend(budget, max(len(value), 1))
             return [plain_result(item, budget, depth + 1) for item in value]
         if kind is dict:
-            _spend(budget, len(value))
-            return {
-                key if type(key) is str else _short_repr(key): plain_result(item, budget, depth + 1)
-                for key, item in value.items()
-            }
+            _spend(budget, max(len(value), 1))
+            made: dict[str, JsonValue] = {}
+            for key, item in value.items():
+                shown = key if type(key) is str else _short_repr(key)
+                _spend(budget, len(shown))  # keys are characters the host receives too
+                made[shown] = plain_result(item, budget, depth + 1)
+            return made
     if depth < MAX_RESULT_DEPTH and not isinstance(value, type):
         # Subclasses of plain data as JSON sees them (a namedtuple is a list, an IntEnum
         # member a number), read through the builtin base: no script method runs here.
@@ -760,7 +763,7 @@ def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) ->
             return plain_result(str.__str__(value), budget, depth)
         if isinstance(value, int):
             return plain_result(int.__index__(value), budget, depth)
-        if isinstance(value, float):
+        if isinstance(value, float) and kind is not float:  # NaN itself: its repr, below
             return plain_result(float.__float__(value), budget, depth)
         if isinstance(value, list | tuple):
             items = (
@@ -772,7 +775,7 @@ def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) ->
         if isinstance(value, dict):
             return plain_result(dict(dict.items(value)), budget, depth)
     text = _short_repr(value)
-    _spend(budget, len(text))
+    _spend(budget, max(len(text), 1))
     return text
 
 

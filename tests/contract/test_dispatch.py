@@ -152,6 +152,24 @@ async def test_value_with_no_json_form_is_invalid_output() -> None:
     assert error_of(result) == ErrorCode.INVALID_OUTPUT
 
 
+@pytest.mark.parametrize("leaf", [b"bytes", object()], ids=["bytes", "object"])
+async def test_a_value_nested_past_the_json_depth_is_invalid_output_not_a_crash(
+    leaf: object,
+) -> None:
+    deep: object = [leaf]
+    for _ in range(5_000):  # far past the 200 levels a value may have, and the stack
+        deep = [deep]
+    registry = ToolRegistry()
+    registry.register(
+        Tool.from_schema(
+            name="deep", description="", parameters={"type": "object"}, function=lambda: deep
+        )
+    )
+    result = await registry.execute(ToolCall("c1", "deep", {}))
+    assert error_of(result) == ErrorCode.INVALID_OUTPUT
+    assert "nested deeper than 200 levels" in result.text
+
+
 async def test_tool_gets_a_detached_copy_and_the_result_is_frozen() -> None:
     seen: list[Invocation] = []
     registry = make_registry(post_hooks=[lambda invocation, result: seen.append(invocation)])

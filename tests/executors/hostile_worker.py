@@ -164,6 +164,30 @@ def huge_error(channel: HostileChannel, run: int) -> None:
     channel.line(done(run, error=error, tool_calls=claimed, output="o" * 5_000_000))
 
 
+def huge_value(channel: HostileChannel, run: int) -> None:
+    """Live on, but claim a value far over what the interpreter lets a run return."""
+    channel.line(done(run, list(range(2_000_000))))
+    hang()
+
+
+def deep_value(channel: HostileChannel, run: int) -> None:
+    """A value nested 500 deep: within the decoder's reach, past the interpreter's 50."""
+    channel.raw(b'{"op": "done", "run": %d, "outcome": {"value": ' % run)
+    channel.raw(b"[" * 500 + b"]" * 500 + b"}}\n")
+    hang()
+
+
+def wide_keys(channel: HostileChannel, run: int) -> None:
+    """Few entries, but keys that hold the characters."""
+    channel.line(done(run, {str(n) + "k" * 100_000: n for n in range(20)}))
+    hang()
+
+
+def nan_value(channel: HostileChannel, run: int) -> None:
+    channel.raw(b'{"op": "done", "run": %d, "outcome": {"value": [NaN]}}\n' % run)
+    hang()
+
+
 def hides_calls(channel: HostileChannel, run: int) -> None:
     """Live on: make 50 real calls, then claim none and an output far over the limit."""
     for number in range(50):
@@ -246,6 +270,10 @@ BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
         bad_cause,
         bad_outcome,
         huge_error,
+        huge_value,
+        deep_value,
+        wide_keys,
+        nan_value,
         hides_calls,
         forged_reading,
         flood_readings,

@@ -5,17 +5,23 @@ they were, and the session's next run gets its own result."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codeact import Runtime, ToolCall, ToolExecutionResult, ToolRegistry, tool
 from codeact.executors._process import ProcessExecutor, WorkerOptions
 from codeact.executors._template import available
+from codeact.executors._worker_messages import oversized
 from codeact.sandbox import Limits, ScriptOutcome
+from codeact.sandbox._errors import LimitExceeded
+from codeact.sandbox._interpreter import plain_result
 from tests.executors.test_process import children, open_descriptors
 from tests.hosts import REPO
 
@@ -45,6 +51,10 @@ ENDINGS = {
     "wrong_code": ("CODE_RUNTIME_ERROR", "an unknown error code"),
     "bad_outcome": ("CODE_RUNTIME_ERROR", "an outcome of the wrong shape"),
     "bad_cause": ("CODE_RUNTIME_ERROR", "an outcome of the wrong shape"),
+    "huge_value": ("CODE_RUNTIME_ERROR", "an outcome value larger than 1,000,000 characters"),
+    "deep_value": ("CODE_RUNTIME_ERROR", "an outcome value nested deeper than 50 levels"),
+    "wide_keys": ("CODE_RUNTIME_ERROR", "an outcome value larger than 1,000,000 characters"),
+    "nan_value": ("CODE_RUNTIME_ERROR", "an outcome value holding NaN or infinity"),
     "unrecorded_readings": ("CODE_RUNTIME_ERROR", "a recording's fields in a run that records"),
     "unplanned_preview_stop": ("CODE_RUNTIME_ERROR", "a preview stop in a run that was sent no"),
 }
@@ -280,3 +290,58 @@ async def test_a_previewed_worker_that_passes_a_result_it_was_never_sent_is_kill
         assert dispatched == []  # the call it came with never ran
         assert executor.workers == []  # killed
         assert runtime.plan("s") is None
+
+
+@pytest.mark.parametrize("behaviour", ["huge_value", "deep_value"])
+async def test_an_oversized_value_reaches_the_model_as_an_error_not_a_crash(
+    behaviour: str,
+) -> None:
+    executor = hostile_executor(template=False)
+    runtime = Runtime(registry(), mode="code", executor=executor, limits=LIMITS)
+    async with runtime:
+        result = await runtime.execute(
+            ToolCall("c1", "run_code", {"code": f"#hostile: {behaviour}"}), session="s"
+        )
+        assert result.is_error
+        assert result.error.code == "CODE_RUNTIME_ERROR"
+        assert ENDINGS[behaviour][1] in result.error.message
+        after = await runtime.execute(ToolCall("c2", "run_code", {"code": "6 * 7"}), session="s")
+        assert not after.is_error, after.text
+        assert after.value["result"] == 42  # a fresh worker serves the session's next run
+
+
+# Values a script may return: what the interpreter makes of them always passes the host's
+# check (an honest worker is never taken for a forged one), however near the bounds.
+script_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=50)
+    | st.binary(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=20) | st.integers(), inner, max_size=5)
+    ),
+    max_leaves=40,
+)
+
+
+def nested(value: object, depth: int) -> object:
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=script_values, depth=st.integers(0, 80), width=st.integers(0, 400_000))
+def test_what_the_interpreter_makes_of_any_value_passes_the_hosts_check(
+    value: object, depth: int, width: int
+) -> None:
+    for shaped in (nested(value, depth), [value] * (width // 10), "x" * width):
+        try:
+            made = plain_result(shaped)
+        except LimitExceeded:
+            continue  # the interpreter refused it: nothing is sent
+        assert oversized(json.loads(json.dumps(made))) is None

@@ -138,6 +138,14 @@ def test_there_are_at_least_fifty_scripts() -> None:
     assert len(SCRIPTS) >= 50
 
 
+def test_values_json_has_not_are_returned_as_their_repr(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    outcome = run("[float('nan'), float('-inf'), {1, 2}, {'k' * 3: 1.5}]")
+    assert outcome.error is None, outcome.error
+    assert outcome.value == ["nan", "-inf", "{1, 2}", {"kkk": 1.5}]
+
+
 def test_printed_output_is_captured(run: Callable[[str], ScriptOutcome]) -> None:
     outcome = run(SCRIPTS["printing"])
     assert outcome.output == "line-0\nline-1\nline-2\nno newline"
