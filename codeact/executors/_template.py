@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -38,6 +39,9 @@ from ._confine import ConfinementReport
 
 MAX_CONTROL_BYTES = 65_536
 READY_TIMEOUT_SECONDS = 30.0
+# A fork is a copy of a process that has done all its imports: milliseconds, a moment
+# under load. A template that takes longer is stopped or wedged, and is killed.
+FORK_TIMEOUT_SECONDS = 5.0
 
 
 def available() -> bool:
@@ -120,6 +124,7 @@ class WorkerTemplate:
         self.ready = threading.Event()
         self.failed = False
         self.confinement = ConfinementReport()  # the template's own layers, once ready
+        self.fork_timeout = FORK_TIMEOUT_SECONDS
         self._reader = threading.Thread(
             target=self._read, name="codeact-template-reader", daemon=True
         )
@@ -184,13 +189,31 @@ class WorkerTemplate:
         """A new worker in ``workdir``, its standard input and output piped to us."""
         to_worker_read, to_worker_write = os.pipe()
         from_worker_read, from_worker_write = os.pipe()
+        deadline = time.monotonic() + self.fork_timeout
         try:
-            with self._lock:
+            # every wait has a deadline: a wedged template never holds a session up longer
+            if not self._lock.acquire(timeout=self.fork_timeout):
+                raise OSError("the worker template is busy past the fork deadline")
+            try:
                 if self._gone:
                     raise OSError("the worker template is gone")
                 message = json.dumps({"op": "fork", "workdir": workdir}).encode()
-                socket.send_fds(self._control, [message], [to_worker_read, from_worker_write])
-                reply, fds = self._next_reply()
+                # never blocks: a template whose queue is full has long stopped reading
+                socket.send_fds(
+                    self._control,
+                    [message],
+                    [to_worker_read, from_worker_write],
+                    socket.MSG_DONTWAIT,
+                )
+                reply, fds = self._next_reply(deadline)
+            except (TimeoutError, BlockingIOError):
+                self._wedged()
+                raise OSError(
+                    f"the worker template did not answer a fork in {self.fork_timeout:g} s;"
+                    " it was killed"
+                ) from None
+            finally:
+                self._lock.release()
         except BaseException:
             for fd in (to_worker_write, from_worker_read):
                 os.close(fd)
@@ -217,13 +240,25 @@ class WorkerTemplate:
             child.ended(early)
         return child
 
-    def _next_reply(self) -> tuple[dict[str, Any], list[int]]:
+    def _next_reply(self, deadline: float) -> tuple[dict[str, Any], list[int]]:
         with self._replied:
             while not self._replies:
                 if self._gone:
                     raise OSError("the worker template is gone")
-                self._replied.wait(1.0)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self._replied.wait(min(left, 1.0))
             return self._replies.pop(0)
+
+    def _wedged(self) -> None:
+        """A template past a deadline: killed, so whoever asks next starts a new one (a
+        reply it sends late can never be taken for the answer to another fork)."""
+        self._gone = True
+        with contextlib.suppress(OSError):
+            self._control.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
 
     def _read(self) -> None:
         """Every message from the template: replies to forks, and children's ends."""

@@ -132,6 +132,38 @@ async def test_after_the_template_is_killed_every_new_sessions_first_run_succeed
         assert (await run(executor, "add(2, 2)", session="later")).value == 4
 
 
+async def test_a_stopped_template_is_killed_at_the_fork_deadline_and_sessions_are_served() -> None:
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        assert await executor.prepare()
+        template = executor.template_pid
+        assert template is not None
+        assert executor._template is not None
+        executor._template.fork_timeout = 1.0  # the test's own, shorter deadline
+        os.kill(template, signal.SIGSTOP)  # it answers nothing, and holds the fork lock
+        values: dict[str, object] = {}
+
+        async def session(number: int) -> None:
+            outcome = await run(executor, f"add({number}, 1)", session=f"s{number}")
+            values[f"s{number}"] = outcome.value if outcome.ok else outcome.error
+
+        with anyio.fail_after(60):  # generous: each waits one fork deadline at most
+            async with anyio.create_task_group() as tasks:
+                for number in range(3):
+                    tasks.start_soon(session, number)
+        assert values == {f"s{n}": n + 1 for n in range(3)}
+        with anyio.fail_after(20):
+            while descendants_alive({template}):  # killed, not left stopped
+                await anyio.sleep(0.02)
+        assert await executor.prepare()  # and a new template serves the workers after these
+        assert executor.template_pid not in (None, template)
+        assert (await run(executor, "add(2, 2)", session="later")).value == 4
+        assert parent_of(executor._sessions["later"].pid) == executor.template_pid
+    finally:
+        await executor.aclose()
+    assert children() == set()
+
+
 async def test_many_sessions_fork_at_once_and_closing_leaves_no_process() -> None:
     executor = ProcessExecutor(limits=LIMITS, warm=0)
     try:
