@@ -47,7 +47,7 @@ from ._limits import (
 )
 from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
 from ._ownership import SCOPE_KEY, SCOPE_MARK
-from ._pending import CALLS, Pending, PreviewStop, marked
+from ._pending import CALLS, Pending, PreviewStop, marked, refuse_forged_mark
 from ._printed import Printed
 from ._sealed import seal_module_classes
 from ._transformer import RESULT_NAME
@@ -736,6 +736,8 @@ def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) ->
     kind = type(value)
     if kind is str:
         _spend(budget, max(len(value), 1))
+        if CALLS.noting:  # in a recorded run, only a pending value makes a mark
+            refuse_forged_mark(value)
         return detach(value)
     if value is None or kind in (bool, int) or (kind is float and math.isfinite(value)):
         _spend(budget, SCALAR_CHARS)

@@ -130,17 +130,36 @@ class Pending:
 
 def marked(value: Any, depth: int = 0) -> Any:
     """``value`` with every pending value in it replaced by its mark (a call's arguments,
-    a run's result), so it can cross to the host as JSON."""
+    a run's result), so it can cross to the host as JSON.
+
+    Only a pending value makes a mark: text of the script's own that looks like one is
+    refused, or a plan would show a write's result where the commit passes that text.
+    Containers are read through their builtin base, as ``detach`` reads them after this.
+    """
     kind = type(value)
     if kind is Pending:
         return value.marked
-    if depth >= MAX_MARKED_DEPTH:
+    if isinstance(value, str):
+        refuse_forged_mark(value)
         return value
-    if kind is dict:
-        return {key: marked(item, depth + 1) for key, item in value.items()}
-    if kind in (list, tuple):
-        return [marked(item, depth + 1) for item in value]
+    if depth >= MAX_MARKED_DEPTH and isinstance(value, dict | list | tuple):
+        raise TypeError(f"a recorded run's values nest at most {MAX_MARKED_DEPTH} levels deep")
+    if isinstance(value, dict):
+        return {key: marked(item, depth + 1) for key, item in dict.items(value)}
+    if isinstance(value, list):
+        return [marked(item, depth + 1) for item in list.copy(value)]
+    if isinstance(value, tuple):
+        return [marked(item, depth + 1) for item in tuple.__getitem__(value, slice(None))]
     return value
+
+
+def refuse_forged_mark(text: str) -> None:
+    """A script's text that starts as a planned write's mark does (forged by hand)."""
+    if str.startswith(text, PENDING_MARK):
+        raise TypeError(
+            "text that starts with the mark of a planned write's result (\\x00codeact.pending:)"
+            " cannot leave a recorded run"
+        )
 
 
 def script_line() -> int | None:
@@ -190,5 +209,6 @@ __all__ = [
     "Pending",
     "PreviewStop",
     "marked",
+    "refuse_forged_mark",
     "script_line",
 ]

@@ -409,6 +409,54 @@ async def test_storing_passing_and_returning_pending_values_do_not_stop_the_prev
     assert [name for name, _ in world.effects] == ["create_order", "tag"]
 
 
+FORGED_MARK = '"\\x00codeact.pending:" + "1"'
+
+
+@pytest.mark.parametrize(
+    "forged_call",
+    [
+        f"send_email(to={FORGED_MARK}, subject='x')",
+        f"tag(order={{'id': {FORGED_MARK}}}, label='x')",
+        f"tag(order={{'id': 1, 'notes': [[{FORGED_MARK}]]}}, label='x')",
+        f"send_email(to=Text({FORGED_MARK}), subject='x')",
+        f"tag(order=Pair(1, {FORGED_MARK})._asdict(), label='x')",
+    ],
+    ids=["argument", "nested", "deeper", "str subclass", "namedtuple"],
+)
+async def test_a_script_cannot_forge_the_mark_of_a_planned_writes_result(
+    forged_call: str, tmp_path: Path
+) -> None:
+    world = World()
+    source = (
+        "import collections\n"
+        "class Text(str):\n    pass\n"
+        "Pair = collections.namedtuple('Pair', 'id note')\n"
+        'order = create_order(item="pen", qty=1)\n'
+        "try:\n"
+        f"    {forged_call}\n"
+        "except TypeError as error:\n"
+        "    print(error)\n"
+    )
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        plan = await host.preview(source, session="p")
+        assert [w.tool for w in plan.writes] == ["create_order"]  # the forged call never left
+        assert "<result of" not in plan.text()
+        result = await host.commit("p", True)
+    assert not result.is_error, result.text
+    assert "mark of a planned write's result" in result.text
+    assert [name for name, _ in world.effects] == ["create_order"]  # what the plan showed
+
+
+async def test_a_forged_mark_returned_as_the_value_is_refused(tmp_path: Path) -> None:
+    world = World()
+    source = f'create_order(item="pen", qty=1)\n[{FORGED_MARK}]'
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        await host.preview(source, session="p")
+        result = await host.commit("p", True)
+    assert result.is_error
+    assert "mark of a planned write's result" in result.text
+
+
 # Commit -------------------------------------------------------------------------------
 
 
