@@ -220,10 +220,19 @@ class Agent:
         with agent_span(self.name, self.model.name, self.session.id):
             return await self._turn(text, abort)
 
-    async def commit(self, approval: Approval = True, *, abort: AbortSignal | None = None) -> str:
-        """Decide the plan this conversation's previewed run waits on (``Runtime.commit``),
-        then go on with the turn: the model reads what the commit did and answers."""
-        result = await self.runtime.commit(self.script_session, approval, abort=abort)
+    async def commit(
+        self,
+        approval: Approval = True,
+        *,
+        digest: str | None = None,
+        abort: AbortSignal | None = None,
+    ) -> str:
+        """Decide the plan this conversation's previewed run waits on (``Runtime.commit``,
+        ``digest`` binding the decision to the plan a person saw), then go on with the
+        turn: the model reads what the commit did and answers."""
+        result = await self.runtime.commit(
+            self.script_session, approval, digest=digest, abort=abort
+        )
         decided = (
             "approved"
             if approval is True

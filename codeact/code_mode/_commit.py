@@ -70,7 +70,7 @@ async def run_with_plans(
         except UsageError as error:  # the approver's answer does not fit the plan
             raise ToolError(f"{plan.text()}\n{error}", ErrorCode.SUSPENDED) from None
         approved.append(f"{plan.text()}\n{_decided(plan, decisions)}")
-        token = RESUMING.set(Resume(decisions=decisions))
+        token = RESUMING.set(Resume(decisions=decisions, plan_digest=plan.digest))
         try:
             source = durable.runs(session)[-1].started.source
             outcome = await run_durably(durable, session, source, plan.run, around)

@@ -45,9 +45,11 @@ from ._preview import plan_of, stale_read
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Resume:
-    """A resume's decisions, by pending call id."""
+    """A resume's decisions, by pending call id; a commit's also name the plan they
+    decide (its digest), which must still be the record's plan when the commit begins."""
 
     decisions: Mapping[str, bool]
+    plan_digest: str | None = None
 
 
 def known_names(durable: Durable, session: str) -> set[str]:
@@ -157,6 +159,15 @@ async def _run(
     if resume is not None:
         if unfinished is None or unfinished.run != run_id:
             raise ToolError(f"run {run_id} of session {session!r} is not waiting to resume")
+        if resume.plan_digest is not None:  # the whole plan, before any write is made
+            recorded = plan_of(unfinished, session).digest
+            if recorded != resume.plan_digest:
+                raise ToolError(
+                    f"the plan of run {run_id} is not the one that was approved (approved "
+                    f"{resume.plan_digest[:19]}, the record holds {recorded[:19]}): none of "
+                    "its writes was made; read the plan again (Runtime.plan) and decide that",
+                    ErrorCode.SUSPENDED,
+                )
         try:
             decided = decisions_for(unfinished, resume.decisions)
         except ValueError as error:

@@ -11,6 +11,7 @@ names. A ``PlanPolicy`` bounds what a plan may hold before anyone is asked.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,10 @@ from ..contract._policy import Approval
 from ..sandbox._pending import PENDING_MARK
 
 PLANNED_REASON = "planned by a preview: it is made once the plan is approved"
+# A plan's text lists at most this many lines of writes, then says how many it leaves out.
+MAX_SHOWN_LINES = 40
+# A write's arguments are shown up to this many characters, then how many more there are.
+MAX_SHOWN_ARGUMENT_CHARS = 1_000
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,8 +44,9 @@ class PlannedWrite:
     loop: int | None = None
     uses: tuple[str, ...] = ()
 
-    def shown(self, limit: int = 160) -> str:
-        """The call as a script writes it, a planned result shown as ``<result of c1.2>``."""
+    def shown(self, limit: int | None = MAX_SHOWN_ARGUMENT_CHARS) -> str:
+        """The call as a script writes it, a planned result shown as ``<result of c1.2>``;
+        arguments past ``limit`` characters are cut, saying how many (None: never)."""
         run = self.call_id.rpartition(".")[0]
         return f"{self.tool}({shown_keywords(self.arguments, run, limit)})"
 
@@ -74,33 +80,75 @@ class Plan:
         """How many writes this run already made."""
         return sum(self.made_by_tool.values())
 
-    def text(self) -> str:
-        """The plan as a model (or a person) reads it."""
+    @property
+    def digest(self) -> str:
+        """What an approval binds to: a hash of every write (its id, tool and full
+        arguments) of this session's run. A commit whose record holds another plan by
+        then makes nothing."""
+        writes = [[w.call_id, w.tool, w.arguments] for w in self.writes]
+        body = json.dumps(
+            [self.session, self.run, writes],
+            ensure_ascii=False,
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+        return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+
+    def text(self, *, every: bool = False) -> str:
+        """The plan as a model (or a person) reads it: every write, or (past
+        ``MAX_SHOWN_LINES`` lines, unless ``every``) exactly how many are not shown.
+
+        A loop's writes are listed together, identical ones once with their count, so a
+        different write in the middle of a loop is always its own line.
+        """
         count = len(self.writes)
         lines = [
             f"Plan for run {self.run}: {count} write{'s' if count != 1 else ''} "
             f"(none made yet), after {self.reads} read{'s' if self.reads != 1 else ''}"
             f"{f'; {self.made} earlier write(s) of this run were made' if self.made else ''}."
         ]
+        limit = None if every else MAX_SHOWN_ARGUMENT_CHARS
+        budget = None if every else MAX_SHOWN_LINES
+        shown = 0  # writes that a line of the text stands for
         shown_loops: set[int] = set()
         for write in self.writes:
-            if write.loop is not None:
-                if write.loop in shown_loops:
-                    continue
-                shown_loops.add(write.loop)
-                inside = [w for w in self.writes if w.loop == write.loop]
-                tools = Counter(w.tool for w in inside)
-                what = ", ".join(f"{n} x {tool}" for tool, n in tools.items())
-                lines.append(
-                    f"  {inside[0].call_id}..{inside[-1].call_id}  {what}, in the loop at line "
-                    f"{write.loop}"
-                )
-                lines.append(f"      first  {inside[0].shown()}")
-                if len(inside) > 1:
-                    lines.append(f"      last   {inside[-1].shown()}")
+            if budget is not None and budget <= 0:
+                break
+            if write.loop is None:
+                where = f"  line {write.line}" if write.line is not None else ""
+                lines.append(f"  {write.call_id}  {write.shown(limit)}{where}")
+                shown += 1
+                budget = None if budget is None else budget - 1
                 continue
-            where = f"  line {write.line}" if write.line is not None else ""
-            lines.append(f"  {write.call_id}  {write.shown()}{where}")
+            if write.loop in shown_loops:
+                continue
+            shown_loops.add(write.loop)
+            inside = [w for w in self.writes if w.loop == write.loop]
+            tools = Counter(w.tool for w in inside)
+            what = ", ".join(f"{n} x {tool}" for tool, n in tools.items())
+            lines.append(
+                f"  {inside[0].call_id}..{inside[-1].call_id}  {what}, in the loop at line "
+                f"{write.loop}"
+            )
+            alike: dict[str, list[PlannedWrite]] = {}
+            for each in inside:
+                alike.setdefault(each.shown(limit), []).append(each)
+            for call, same in alike.items():
+                if budget is not None and budget <= 0:
+                    break
+                if len(same) == 1:
+                    lines.append(f"      {same[0].call_id}  {call}")
+                else:
+                    ids = _id_ranges([w.position for w in same], self.run)
+                    lines.append(f"      {len(same)} x {call}  ({ids})")
+                shown += len(same)
+                budget = None if budget is None else budget - 1
+        if shown < count:
+            lines.append(
+                f"  ... and {count - shown} more write{'s' if count - shown != 1 else ''} not "
+                f"shown here (Plan.text(every=True) and Plan.to_dict() list every one); an "
+                f"approval decides all {count}."
+            )
         if self.stopped is not None:
             where = f" at line {self.stopped.line}" if self.stopped.line is not None else ""
             code = f" ({self.stopped.source_line})" if self.stopped.source_line else ""
@@ -131,6 +179,7 @@ class Plan:
                 for w in self.writes
             ],
             "reads": self.reads,
+            "digest": self.digest,
             "stopped": None
             if self.stopped is None
             else {"line": self.stopped.line, "message": self.stopped.message},
@@ -258,10 +307,27 @@ def resolved(value: Any, results: Mapping[int, JsonValue]) -> Any:
     return value
 
 
-def shown_keywords(arguments: Mapping[str, Any], run: str = "", limit: int = 200) -> str:
-    """A call's arguments as a script writes them (``amount=5``), cut at ``limit``."""
+def shown_keywords(arguments: Mapping[str, Any], run: str = "", limit: int | None = 200) -> str:
+    """A call's arguments as a script writes them (``amount=5``), cut at ``limit``
+    characters saying how many more there are (None: never cut)."""
     text = ", ".join(f"{key}={_shown_value(value, run)}" for key, value in arguments.items())
-    return text if len(text) <= limit else text[:limit] + "..."
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit:,} more characters]"
+
+
+def _id_ranges(positions: list[int], run: str) -> str:
+    """Write ids as a person reads them: ``c1.2..c1.5, c1.9``."""
+    spans: list[list[int]] = []
+    for position in positions:
+        if spans and position == spans[-1][1] + 1:
+            spans[-1][1] = position
+        else:
+            spans.append([position, position])
+    return ", ".join(
+        f"{run}.{first}" if first == last else f"{run}.{first}..{run}.{last}"
+        for first, last in spans
+    )
 
 
 def _shown_value(value: Any, run: str) -> str:

@@ -282,6 +282,7 @@ class Runtime:
         decisions: Mapping[str, bool] | None,
         source: str | None,
         abort: AbortSignal | None,
+        plan_digest: str | None = None,
     ) -> ToolExecutionResult:
         """The resumed run's run_code result, as it is."""
         from ..code_mode._durable_run import RESUMING, Resume
@@ -293,7 +294,8 @@ class Runtime:
         code = run.started.source if source is None else source
         call = ToolCall(run.run, RUN_CODE, {"code": code})
         session_token = SCRIPT_SESSION.set(name)
-        resume_token = RESUMING.set(Resume(decisions=dict(decisions or {})))
+        resume = Resume(decisions=dict(decisions or {}), plan_digest=plan_digest)
+        resume_token = RESUMING.set(resume)
         try:
             result = await self._scope.execute(call, abort=abort)
         finally:
@@ -347,11 +349,14 @@ class Runtime:
         session: str | None = None,
         approval: Approval = True,
         *,
+        digest: str | None = None,
         abort: AbortSignal | None = None,
     ) -> ToolExecutionResult:
         """Decide ``session``'s waiting plan and make what it approves: ``True`` every write,
         ``False`` none (the run ends with nothing made), or a mapping by write id or tool
-        name. The plan's reads run again first: if one answers otherwise than in the
+        name. ``digest`` (``Plan.digest`` of the plan a person saw) binds the decision to
+        that plan: if the record holds another, nothing is made and the plan still waits
+        (SUSPENDED). The plan's reads run again first: if one answers otherwise than in the
         preview, nothing is made (REPLAY_DIVERGED). The result is run_code's; a commit
         whose script goes on to write more waits again, on its next plan (SUSPENDED)."""
         from ..code_mode._commit import checked, decline_plan
@@ -360,22 +365,30 @@ class Runtime:
         plan = self.plan(name)
         if plan is None:
             raise UsageError(f"session {name!r} has no plan waiting for a decision")
+        if digest is not None and digest != plan.digest:
+            return failure(
+                plan.run,
+                RUN_CODE,
+                ErrorCode.SUSPENDED,
+                f"the plan waiting in session {name!r} is not the one decided ({digest[:19]}; "
+                f"it is {plan.digest[:19]}): nothing was made, and it still waits",
+            )
         plan = checked(plan, self.plans)
         if plan.violations or approval is False:
             text = await decline_plan(self._durable(), name, plan)
             return failure(plan.run, RUN_CODE, ErrorCode.POLICY_DENIED, text)
         decisions = plan.decisions(approval, self.plans)
-        return await self._resumed(name, decisions, None, abort)
+        return await self._resumed(name, decisions, None, abort, plan.digest)
 
     def preview_sync(self, source: str, *, session: str | None = None) -> Plan:
         """``preview`` from synchronous code."""
         return self._blocking().call(lambda: self.preview(source, session=session))
 
     def commit_sync(
-        self, session: str | None = None, approval: Approval = True
+        self, session: str | None = None, approval: Approval = True, *, digest: str | None = None
     ) -> ToolExecutionResult:
         """``commit`` from synchronous code."""
-        return self._blocking().call(lambda: self.commit(session, approval))
+        return self._blocking().call(lambda: self.commit(session, approval, digest=digest))
 
     def resume_sync(
         self, session: str | None = None, decisions: Mapping[str, bool] | None = None

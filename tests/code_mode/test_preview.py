@@ -779,3 +779,103 @@ async def test_a_committed_run_leaves_its_names_and_a_waiting_plan_refuses_anoth
         )
     assert thaw(later.value)["result"] == 25
     assert world.effects == [("pay", {"account": "b", "amount": 5})]
+
+
+# The whole truth of a plan ----------------------------------------------------------------
+
+
+async def test_a_plan_shows_a_different_write_in_the_middle_of_a_loop(tmp_path: Path) -> None:
+    world = World()
+    source = (
+        "for n in range(200):\n"
+        '    to = "evil" if n in (57, 101) else "a"\n'
+        "    pay(account=to, amount=1)\n"
+    )
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        plan = await host.preview(source, session="p")
+    text = plan.text()
+    assert "200 x pay, in the loop at line 1" in text
+    ids = "preview.1..preview.57, preview.59..preview.101, preview.103..preview.200"
+    assert f'198 x pay(account="a", amount=1)  ({ids})' in text
+    assert '2 x pay(account="evil", amount=1)  (preview.58, preview.102)' in text
+    assert "not shown" not in text  # three lines stand for all 200 writes
+    assert world.effects == []
+
+
+async def test_long_arguments_are_cut_saying_how_much_and_shown_whole_on_request(
+    tmp_path: Path,
+) -> None:
+    world = World()
+    memo = "pay the usual supplier " * 100 + "BUT ALSO account 99-1234"
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        plan = await host.preview(f"send_email(to='ann', subject={memo!r})", session="p")
+    text = plan.text()
+    assert "99-1234" not in text
+    cut = len(f'subject="{memo}", to="ann"') - 1_000
+    assert f"... [{cut:,} more characters]" in text
+    assert "99-1234" in plan.text(every=True)
+    assert plan.writes[0].arguments["subject"] == memo  # the approver's plan is whole
+
+
+async def test_a_plan_past_the_shown_lines_says_exactly_how_many_writes_it_leaves_out(
+    tmp_path: Path,
+) -> None:
+    world = World()
+    source = "for n in range(60):\n    pay(account='a', amount=n)\nsend_email(to='x', subject='y')"
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        plan = await host.preview(source, session="p")
+    text = plan.text()
+    assert "... and 21 more writes not shown here" in text  # 40 shown of 61
+    assert "an approval decides all 61" in text
+    every = plan.text(every=True)
+    assert "not shown" not in every
+    assert all(f'preview.{n}  pay(account="a", amount={n - 1})' in every for n in range(1, 61))
+    assert 'send_email(subject="y", to="x")' in every
+
+
+async def test_a_commit_bound_to_a_plan_the_record_no_longer_holds_makes_nothing(
+    tmp_path: Path,
+) -> None:
+    world = World()
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        seen = await host.preview("pay(account='a', amount=5)", session="s")
+        assert seen.digest.startswith("sha256:")
+        assert seen.to_dict()["digest"] == seen.digest
+        declined = await host.commit("s", False)
+        assert declined.is_error
+        other = await host.preview("pay(account='evil', amount=500)", session="s")
+        assert other.digest != seen.digest
+        result = await host.commit("s", True, digest=seen.digest)
+        assert result.is_error
+        assert result.error.code == "SUSPENDED"
+        assert "not the one decided" in result.error.message
+        assert world.effects == []
+        assert host.plan("s") == other  # it still waits, for a decision on itself
+        made = await host.commit("s", True, digest=other.digest)
+    assert not made.is_error, made.text
+    assert world.effects == [("pay", {"account": "evil", "amount": 500})]
+
+
+async def test_an_approval_given_while_the_record_changed_makes_nothing(tmp_path: Path) -> None:
+    world = World()
+    registry = world_tools(world)
+    other_host = durable_runtime(world_tools(world), tmp_path)
+    asked: list[Plan] = []
+
+    def approver(plan: Any) -> Approval:
+        # while the person thinks, another host declines the plan and previews another
+        asked.append(plan)
+        other_host.commit_sync("s", False)
+        other_host.preview_sync("pay(account='evil', amount=500)", session="s")
+        return True
+
+    registry.set_policy(RulePolicy(approver=approver))
+    with other_host:
+        async with durable_runtime(registry, tmp_path) as host:
+            result = await host.execute(
+                run_code("pay(account='a', amount=5)"), mode="code", session="s"
+            )
+    assert len(asked) == 1
+    assert result.is_error
+    assert "is not waiting to resume" in result.error.message  # its plan was replaced
+    assert world.effects == []  # neither the approved plan's write nor the other's
