@@ -148,10 +148,13 @@ class Durable:
             index = self._indexes.setdefault(session, RunIndex())
             return index.feed(events)
 
-    def pending(self, session: str) -> list[PendingCall]:
-        """The calls the session's unfinished run waits on (none: nothing waits)."""
+    def pending(
+        self, session: str, repeatable: Callable[[str], bool] | None = None
+    ) -> list[PendingCall]:
+        """The calls the session's unfinished run waits on (none: nothing waits); with
+        ``repeatable``, not the calls a crash cut short that will simply run again."""
         runs = self.runs(session)
-        return runs[-1].pending() if runs and runs[-1].ended is None else []
+        return runs[-1].pending(repeatable) if runs and runs[-1].ended is None else []
 
     def forget(self, session: str) -> None:
         """Let go of a session's log (its store closed); its record stays in the store."""
@@ -212,8 +215,13 @@ class RecordedRun:
             taped.extend(json.loads(self.ended.reads))
         return taped
 
-    def pending(self) -> list[PendingCall]:
-        """Calls with no answer: deferred ones, and ones whose effect a crash left unknown."""
+    def pending(self, repeatable: Callable[[str], bool] | None = None) -> list[PendingCall]:
+        """Calls with no answer: deferred ones, and ones whose effect a crash left unknown.
+
+        With ``repeatable`` (is a tool read-only or idempotent?), a call a crash cut short
+        that the resume simply makes again is left out: nobody is asked about it, so
+        nobody should be shown it as a question.
+        """
         return [
             PendingCall(
                 run=self.run,
@@ -224,8 +232,17 @@ class RecordedRun:
                 reason=self._waits_because(position),
             )
             for position, call in sorted(self.calls.items())
-            if position not in self.answers and self._undecided(position)
+            if position not in self.answers
+            and self._undecided(position)
+            and not (repeatable is not None and self._runs_again(position, repeatable))
         ]
+
+    def _runs_again(self, position: int, repeatable: Callable[[str], bool]) -> bool:
+        """Is this unanswered call one the resume makes again without asking (as
+        ``RunRecorder._settle`` decides)?"""
+        if position in self.suspended and not self.begun(position):
+            return False  # deferred for a decision: it waits for one
+        return repeatable(self.calls[position].name)
 
     def begun(self, position: int) -> bool:
         """Was the call approved and begun (with no answer since, a crash cut it short)?"""
@@ -242,7 +259,7 @@ class RecordedRun:
             return EFFECT_UNKNOWN  # approved and begun when the run was cut short
         if position in self.suspended:
             return self.suspended[position].reason
-        return "in flight when the run was interrupted"
+        return EFFECT_UNKNOWN  # in flight when the run was cut short
 
 
 class RunIndex:

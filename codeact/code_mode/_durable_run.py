@@ -224,7 +224,7 @@ async def _run(
         current,
         fresh=rebuild and not kept,
         live=True,
-        repeatable=_repeatable(around.registry),
+        repeatable=repeatable_in(around.registry),
         writes=around.registry.writes if current.started.preview else None,
     )
     outcome = await _execute(recorder, session, source, around)
@@ -461,7 +461,7 @@ async def _run_live(
         RUN.reset(run_token)
 
 
-def _repeatable(registry: ToolRegistry) -> Callable[[str], bool]:
+def repeatable_in(registry: ToolRegistry) -> Callable[[str], bool]:
     """Whether a call left unknown by a crash may simply run again: its tool says it is
     idempotent or read-only."""
 
@@ -479,5 +479,6 @@ __all__ = [
     "Surroundings",
     "decline",
     "known_names",
+    "repeatable_in",
     "run_durably",
 ]

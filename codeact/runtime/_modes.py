@@ -245,8 +245,17 @@ class Runtime:
     # Durable runs -------------------------------------------------------------------------
 
     def pending(self, session: str | None = None) -> list[PendingCall]:
-        """The calls ``session``'s unfinished run waits on (empty: none waits)."""
-        return self._durable().pending(session or self._session)
+        """The calls ``session``'s unfinished run waits on (empty: none waits): deferred
+        ones, and those a crash left with an unknown effect. A read-only or idempotent call
+        a crash cut short is not among them: the resume makes it again."""
+        from ..code_mode._durable_run import repeatable_in
+        from ..code_mode._run_code import script_tools
+
+        named = script_tools(self.registry)  # the record names tools as scripts call them
+        check = repeatable_in(self.registry)
+        return self._durable().pending(
+            session or self._session, lambda called: check(named.tool_name(called))
+        )
 
     async def resume(
         self,

@@ -25,6 +25,7 @@ from codeact import (
     ReplayDiverged,
     Runtime,
     ScriptedModel,
+    SqliteStore,
     ToolCall,
     ToolExecutionResult,
     ToolRegistry,
@@ -33,6 +34,7 @@ from codeact import (
     thaw,
     tool,
 )
+from codeact.code_mode._durable import EFFECT_UNKNOWN
 from tests.code_mode.durable_host import (
     HASH_SEED,
     SESSION,
@@ -419,3 +421,106 @@ async def test_a_cancelled_run_ends_in_its_record_and_its_session_is_rebuilt_lat
         later = await start(other, "[before, 'after' in globals()]", "c2")
     assert script_result(later) == ["A", False]
     assert ledger.lines() == [("note", f"{SESSION}/c1.1")]
+
+
+GATHER_HOST = """
+import asyncio, sys
+from pathlib import Path
+from codeact import Durable, Runtime, SqliteStore, ToolCall, ToolRegistry, tool
+
+store, flight = sys.argv[1], Path(sys.argv[2])
+
+def in_flight(name):
+    with flight.open("a") as file:
+        file.write(name + "\\n")
+
+async def stay():
+    await asyncio.sleep(3600)  # until the host is killed
+
+@tool(concurrency_safe=True)
+async def charge(amount: int) -> str:
+    '''Charge a card (neither read-only nor idempotent).'''
+    in_flight("charge")
+    await stay()
+    return "charged"
+
+@tool(read_only=True, concurrency_safe=True)
+async def stock(item: str) -> int:
+    '''How many are left.'''
+    in_flight("stock")
+    await stay()
+    return 3
+
+@tool(annotations={"idempotentHint": True}, concurrency_safe=True)
+async def reserve(item: str) -> str:
+    '''Hold an item (idempotent).'''
+    in_flight("reserve")
+    await stay()
+    return "held"
+
+registry = ToolRegistry()
+for made in (charge, stock, reserve):
+    registry.register(made)
+script = '''
+import asyncio
+async def main():
+    return await asyncio.gather(charge(amount=5), stock(item="pen"), reserve(item="pen"))
+asyncio.run(main())
+'''
+async def run():
+    durable = Durable(lambda session: SqliteStore(store, session))
+    async with Runtime(registry, durable=durable) as host:
+        await host.execute(ToolCall("c1", "run_code", {"code": script}), session="shop")
+asyncio.run(run())
+"""
+
+
+def test_after_a_crash_mid_batch_only_the_call_with_an_unknown_effect_is_a_question(
+    tmp_path: Path,
+) -> None:
+    store, flight = tmp_path / "runs.db", tmp_path / "flight"
+    flight.touch()
+    child = subprocess.Popen([sys.executable, "-c", GATHER_HOST, str(store), str(flight)], cwd=REPO)
+    try:
+        with anyio.from_thread.start_blocking_portal() as portal:  # a bounded wait, on an event
+
+            async def all_in_flight() -> None:
+                with anyio.fail_after(60):
+                    while sorted(flight.read_text().split()) != ["charge", "reserve", "stock"]:
+                        await anyio.sleep(0.02)
+
+            portal.call(all_in_flight)
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    made: list[str] = []
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge a card (neither read-only nor idempotent)."""
+        made.append("charge")
+        return "charged"
+
+    @tool(read_only=True)
+    def stock(item: str) -> int:
+        """How many are left."""
+        made.append("stock")
+        return 3
+
+    @tool(annotations={"idempotentHint": True})
+    def reserve(item: str) -> str:
+        """Hold an item (idempotent)."""
+        made.append("reserve")
+        return "held"
+
+    registry = ToolRegistry()
+    for tool_made in (charge, stock, reserve):
+        registry.register(tool_made)
+    durable = Durable(lambda session: SqliteStore(str(store), session))
+    with Runtime(registry, durable=durable) as host:
+        questions = host.pending("shop")
+        assert [(q.name, q.reason) for q in questions] == [("charge", EFFECT_UNKNOWN)]
+        result = host.resume_sync("shop", {questions[0].call_id: True})  # it did not go through
+    assert sorted(made) == ["charge", "reserve", "stock"]  # the other two simply ran again
+    assert not result.is_error, result.text
+    assert thaw(result.value)["result"] == ["charged", 3, "held"]
