@@ -23,6 +23,8 @@ from codeact.sandbox._errors import LimitExceeded
 
 MAX_READINGS = 100_000  # per run: a clock read in a loop must not grow the record unbounded
 MAX_ENTROPY_BYTES = 4_096  # per reading
+# per run, as the record keeps them (entropy as hex): about a megabyte of random bytes
+MAX_TAPE_CHARS = 2_000_000
 FLOAT_KINDS = frozenset({"time", "monotonic", "perf_counter"})
 INT_KINDS = frozenset({"time_ns", "monotonic_ns", "perf_counter_ns"})
 
@@ -36,6 +38,7 @@ class Tape:
         self._next = 0
         self._fresh: list[list[Any]] = []
         self._count = 0
+        self._chars = 0
         self.diverged: str | None = None
 
     @property
@@ -45,7 +48,7 @@ class Tape:
     def start(self, replay: list[list[Any]]) -> None:
         """Record this run, serving ``replay`` first."""
         self.recording, self._replay, self._next = True, replay, 0
-        self._fresh, self._count, self.diverged = [], 0, None
+        self._fresh, self._count, self._chars, self.diverged = [], 0, 0, None
 
     def stop(self) -> None:
         self.recording, self._replay, self._fresh = False, [], []
@@ -71,6 +74,13 @@ class Tape:
                 f"a recorded run may read the clock or entropy {MAX_READINGS:,} times",
             )
         value = live()
+        self._chars += reading_chars(value)
+        if self._chars > MAX_TAPE_CHARS:  # a draw of random bytes per iteration fills the log
+            raise LimitExceeded(
+                "clock and entropy readings",
+                f"a recorded run may keep {MAX_TAPE_CHARS:,} characters of clock and entropy "
+                "readings in its record",
+            )
         self._fresh.append([kind, value])
         return value
 
@@ -78,6 +88,11 @@ class Tape:
         """The fresh readings since the last drain, for the host's record."""
         fresh, self._fresh = self._fresh, []
         return fresh
+
+
+def reading_chars(value: Any) -> int:
+    """What one reading costs the record: its text (entropy), or a number's digits."""
+    return len(value) if type(value) is str else len(repr(value))
 
 
 TAPE = Tape()

@@ -23,6 +23,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 import anyio
@@ -97,15 +98,42 @@ def idempotency_key() -> str | None:
     return f"{run.session}/{invocation.call_id}"
 
 
+# What a run, and all of a session's runs, may add to the record (counted as the text of
+# its events: arguments, answers, readings, outcomes).
+MAX_RUN_RECORD_BYTES = 32_000_000
+MAX_SESSION_RECORD_BYTES = 256_000_000
+RECORD_FULL = "record size limit"
+
+
+def record_size(event: Any) -> int:
+    """What an event costs the record: its text fields' lengths, and a little for the rest."""
+    size = 64
+    for item in dataclass_fields(event):
+        value = getattr(event, item.name)
+        if type(value) is str:
+            size += len(value)
+    return size
+
+
 class Durable:
     """Where a runtime records its script runs: ``store(session)`` opens that session's
     log (a ``JsonlStore``, ``SqliteStore`` or ``PostgresStore``).
 
     ``hash_seed`` is the seed every worker's hash randomisation starts from; a run
-    records it, and resumes only on workers with the same one.
+    records it, and resumes only on workers with the same one. ``max_run_bytes`` and
+    ``max_session_bytes`` bound what a run, and a session's runs together, add to the
+    record (the record lives in the store and in this host's memory): a call that would
+    pass either is not made, and the run ends with CODE_RESOURCE_LIMIT.
     """
 
-    def __init__(self, store: Callable[[str], EventStore], *, hash_seed: int = 0) -> None:
+    def __init__(
+        self,
+        store: Callable[[str], EventStore],
+        *,
+        hash_seed: int = 0,
+        max_run_bytes: int = MAX_RUN_RECORD_BYTES,
+        max_session_bytes: int = MAX_SESSION_RECORD_BYTES,
+    ) -> None:
         if hasattr(store, "append") or not callable(store):  # one store is one session's
             raise UsageError(
                 "Durable takes a function from a session's name to its store, such as "
@@ -113,6 +141,8 @@ class Durable:
             )
         self.store = store
         self.hash_seed = hash_seed
+        self.max_run_bytes = max_run_bytes
+        self.max_session_bytes = max_session_bytes
         self.warm: dict[str, int] = {}  # session -> the worker whose names match its log
         self._logs: dict[str, Session] = {}
         self._locks: dict[str, anyio.Lock] = {}
@@ -349,9 +379,18 @@ class RunRecorder:
         live: bool,
         repeatable: Callable[[str], bool],
         writes: Callable[[str], bool] | None = None,
+        bounds: tuple[int, int] | None = None,
     ) -> None:
         self.log = log
         self.record = run
+        # (max run bytes, max session bytes) and what the record holds of each so far
+        self._bounds = bounds
+        self._run_size = self._session_size = 0
+        for event in log.events if bounds is not None else ():
+            size = record_size(event)
+            self._session_size += size
+            if getattr(event, "run", None) == run.run:
+                self._run_size += size
         self.fresh = fresh
         self.live = live
         self.replay = run.readings()
@@ -422,6 +461,15 @@ class RunRecorder:
             )
         return self._settle(position, call)
 
+    def ended_full(self) -> bool:
+        """Did the run end because its record (or its session's) had no room for a call?"""
+        ended = self.record.ended
+        return (
+            ended is not None
+            and ended.code == ErrorCode.CODE_RESOURCE_LIMIT
+            and RECORD_FULL in ended.outcome
+        )
+
     def _cancelled(self) -> bool:
         ended = self.record.ended
         return ended is not None and ended.code == ErrorCode.ABORTED
@@ -473,6 +521,8 @@ class RunRecorder:
         if not self.live:
             if self._cancelled():
                 raise _Aborted  # the run was cancelled here: its later calls got ABORTED
+            if self.ended_full():  # it stopped here when it ran: so does its replay
+                raise self._stop(ErrorCode.CODE_RESOURCE_LIMIT, RECORD_FULL)
             raise self._stop(
                 ErrorCode.REPLAY_DIVERGED,
                 f"the replay diverged at call {call.id}: the record of run "
@@ -568,12 +618,37 @@ class RunRecorder:
     def append(self, event: Any) -> None:
         if not self.live:
             return
+        if self._bounds is not None:
+            size = record_size(event)
+            if isinstance(event, ScriptCallStarted):  # before a call: it is not made
+                self._check_room(size)
+            self._run_size += size
+            self._session_size += size
         try:
             self.log.append(event)
         except Exception as error:  # the log refused: nothing more may run unrecorded
             raise self._stop(
                 ErrorCode.CODE_RUNTIME_ERROR, f"the run's log could not be written ({error})"
             ) from None
+
+    def _check_room(self, size: int) -> None:
+        """Stop the run before a call whose record would pass the run's or the session's
+        bound (an answer made is always recorded: its effect happened)."""
+        assert self._bounds is not None
+        per_run, per_session = self._bounds
+        if self._run_size + size > per_run:
+            raise self._stop(
+                ErrorCode.CODE_RESOURCE_LIMIT,
+                f"{RECORD_FULL}: the run's record would pass {per_run:,} bytes "
+                "(Durable(max_run_bytes=...)); the call was not made",
+            )
+        if self._session_size + size > per_session:
+            raise self._stop(
+                ErrorCode.CODE_RESOURCE_LIMIT,
+                f"{RECORD_FULL}: the session's record would pass {per_session:,} bytes "
+                "(Durable(max_session_bytes=...)); the call was not made. Continue in a new "
+                "session",
+            )
 
     def _suspend(self, call: ToolCall, reason: str) -> Stop:
         return self._stop(

@@ -226,6 +226,7 @@ async def _run(
         live=True,
         repeatable=repeatable_in(around.registry),
         writes=around.registry.writes if current.started.preview else None,
+        bounds=(durable.max_run_bytes, durable.max_session_bytes),
     )
     outcome = await _execute(recorder, session, source, around)
     stopped, short = recorder.stopped, recorder.unreached()
@@ -263,6 +264,8 @@ async def _run(
         # an amended script that made the recorded calls: it is the run's source now
         log.append(RunStarted(run=current.run, source=source, hash_seed=seed))
     if stopped is not None:
+        if stopped.code == ErrorCode.CODE_RESOURCE_LIMIT:  # the record is full: the run ends
+            _end(log, current.run, stopped.code, stopped.message)
         raise ToolError(stopped.message, stopped.code)
     worker_now = around.runner.session_worker(session)
     lost = outcome.error is not None and outcome.error.code == ErrorCode.CODE_RUNTIME_ERROR
@@ -305,6 +308,9 @@ async def _replay(
     recorder = RunRecorder(log, past, fresh=fresh, live=False, repeatable=lambda name: False)
     outcome = await _execute(recorder, session, past.started.source, around, quiet=True)
     if recorder.stopped is not None:
+        if recorder.stopped.code == ErrorCode.CODE_RESOURCE_LIMIT and recorder.ended_full():
+            # its record had no room for the next call: it ended there
+            return
         raise ToolError(recorder.stopped.message, recorder.stopped.code)
     short = recorder.unreached()
     if short is not None:

@@ -27,7 +27,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from stdlib_bindings._recorded import MAX_READINGS
+from stdlib_bindings._recorded import MAX_READINGS, MAX_TAPE_CHARS, reading_chars
 
 from ..contract._exceptions import ErrorCode
 from ..contract._json import JsonValue
@@ -596,6 +596,7 @@ class _Serving:
     output_chars: int = 0
     tape: RunTape | None = None
     readings: int = 0
+    reading_chars: int = 0
     script_lines: int = 1  # the source's lines: a call is made on one of them
     planned: int = 0  # pending values sent: the writes this run planned
     # Is this the only run the host serves? Only then does it poll for the worker's
@@ -613,6 +614,9 @@ class _Serving:
         reads, diverged = readings(message, MAX_READINGS - self.readings)
         lines = call_lines(message, op, calls, self.script_lines)
         self.readings += len(reads)
+        self.reading_chars += sum(reading_chars(value) for _, value in reads)
+        if self.reading_chars > MAX_TAPE_CHARS:  # the interpreter stops a run before this
+            raise Forged("more clock and entropy readings than a run may record")
         self.tape.received(reads, diverged, lines)
 
     def print(self, text: str) -> None:

@@ -524,3 +524,74 @@ def test_after_a_crash_mid_batch_only_the_call_with_an_unknown_effect_is_a_quest
     assert sorted(made) == ["charge", "reserve", "stock"]  # the other two simply ran again
     assert not result.is_error, result.text
     assert thaw(result.value)["result"] == ["charged", 3, "held"]
+
+
+def test_entropy_drawn_in_a_loop_ends_in_a_limit_and_the_record_stays_small(
+    tmp_path: Path,
+) -> None:
+    durable = Durable(lambda session: JsonlStore(tmp_path / f"{session}.jsonl"))
+    with Runtime(ToolRegistry(), durable=durable) as host:
+        result = host.execute_sync(
+            ToolCall(
+                "c1",
+                "run_code",
+                {"code": "import secrets\nwhile True:\n    secrets.token_bytes(4096)"},
+            ),
+            session="s",
+        )
+        assert result.error.code == "CODE_RESOURCE_LIMIT"
+        assert "2,000,000 characters of clock and entropy readings" in result.error.message
+        after = host.execute_sync(ToolCall("c2", "run_code", {"code": "1 + 1"}), session="s")
+        assert not after.is_error, after.text  # the run ended: the session goes on
+    assert (tmp_path / "s.jsonl").stat().st_size < 3_000_000
+
+
+def echoing(calls: list[int]) -> ToolRegistry:
+    @tool
+    def echo(text: str) -> int:
+        """Keep a text; say how long it was."""
+        calls.append(len(text))
+        return len(text)
+
+    registry = ToolRegistry()
+    registry.register(echo)
+    return registry
+
+
+def test_a_run_whose_record_would_pass_its_bound_ends_before_the_call(tmp_path: Path) -> None:
+    calls: list[int] = []
+    durable = Durable(
+        lambda session: JsonlStore(tmp_path / f"{session}.jsonl"), max_run_bytes=200_000
+    )
+    script = "for n in range(100):\n    echo(text='x' * 10_000)"
+    with Runtime(echoing(calls), durable=durable) as host:
+        result = host.execute_sync(ToolCall("c1", "run_code", {"code": script}), session="s")
+        assert result.error.code == "CODE_RESOURCE_LIMIT"
+        assert "the run's record would pass 200,000 bytes" in result.error.message
+        assert 10 <= len(calls) < 20  # the calls that fitted were made, the next was not
+        assert host.pending("s") == []  # the run ended: nothing waits
+        after = host.execute_sync(ToolCall("c2", "run_code", {"code": "1 + 1"}), session="s")
+        assert not after.is_error, after.text
+    assert (tmp_path / "s.jsonl").stat().st_size < 250_000
+
+
+def test_a_session_whose_record_would_pass_its_bound_stops_the_run_that_would(
+    tmp_path: Path,
+) -> None:
+    calls: list[int] = []
+    durable = Durable(
+        lambda session: JsonlStore(tmp_path / f"{session}.jsonl"), max_session_bytes=300_000
+    )
+    script = "for n in range(10):\n    echo(text='x' * 10_000)"
+    with Runtime(echoing(calls), durable=durable) as host:
+        ends = [
+            host.execute_sync(ToolCall(f"c{n}", "run_code", {"code": script}), session="s")
+            for n in range(4)
+        ]
+    assert [end.is_error for end in ends[:2]] == [False, False]  # 100 kB each
+    stopped = [end for end in ends if end.is_error]
+    assert stopped, "no run was stopped"
+    assert stopped[0].error.code == "CODE_RESOURCE_LIMIT"
+    assert "the session's record would pass 300,000 bytes" in stopped[0].error.message
+    assert "new session" in stopped[0].error.message
+    assert (tmp_path / "s.jsonl").stat().st_size < 350_000

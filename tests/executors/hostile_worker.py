@@ -209,6 +209,12 @@ def flood_readings(channel: HostileChannel, run: int) -> None:
     hang()
 
 
+def heavy_readings(channel: HostileChannel, run: int) -> None:
+    """Few readings, each the largest a reading may be: more text than a run may keep."""
+    channel.line(done(run, 1) | {"reads": [["entropy", "ab" * 4_096]] * 300})
+    hang()
+
+
 def forged_line(channel: HostileChannel, run: int) -> None:
     """Claim a call was made on a line that is not a line number."""
     channel.line({"op": "call", "run": run, "name": "add", "arguments": {"a": 1}, "line": "x"})
@@ -277,6 +283,7 @@ BEHAVIOURS: dict[str, Callable[[HostileChannel, int], None]] = {
         hides_calls,
         forged_reading,
         flood_readings,
+        heavy_readings,
         forged_line,
         misshapen_lines,
         unrecorded_readings,

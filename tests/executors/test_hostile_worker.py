@@ -235,6 +235,7 @@ class Tape:
     [
         ("forged_reading", "a reading of an unknown kind"),
         ("flood_readings", "readings that are not a bounded list"),
+        ("heavy_readings", "more clock and entropy readings than a run may record"),
         ("forged_line", "a call line that is not a line of the script"),
         ("misshapen_lines", "call lines that do not match the calls"),
         ("line_past_the_script", "a call line that is not a line of the script"),
