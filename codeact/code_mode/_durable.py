@@ -44,7 +44,7 @@ from ..session._run_events import (
     ScriptCallStarted,
 )
 from ..session._session import Session
-from ..session._stores import EventStore
+from ..session._stores import ConcurrentWriter, EventStore
 from ._plan import PLANNED_REASON, PreviewEnd, pending_refs, resolved, shown_keywords
 
 EFFECT_UNKNOWN = (
@@ -626,6 +626,8 @@ class RunRecorder:
             self._session_size += size
         try:
             self.log.append(event)
+        except ConcurrentWriter as error:  # another host wrote this event first
+            raise self._stop(ErrorCode.REPLAY_DIVERGED, lost_race(self.log.id, error)) from None
         except Exception as error:  # the log refused: nothing more may run unrecorded
             raise self._stop(
                 ErrorCode.CODE_RUNTIME_ERROR, f"the run's log could not be written ({error})"
@@ -662,6 +664,14 @@ class RunRecorder:
         if self.stopped is None:
             self.stopped = Stop(code, message)
         return self.stopped
+
+
+def lost_race(session: str, error: ConcurrentWriter) -> str:
+    """What a host that lost a race for a session's record says (one code: REPLAY_DIVERGED)."""
+    return (
+        f"another host is continuing session {session!r}: its record moved on under this one "
+        f"({error}). Nothing more of the run was made here; read the session again"
+    )
 
 
 class _Aborted(Exception):

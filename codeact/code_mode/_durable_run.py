@@ -30,6 +30,7 @@ from ..sandbox import Limits, ScriptError, ScriptOutcome
 from ..sandbox._outcome import outcome_from_json, outcome_to_json
 from ..session._run_events import RunEnded, RunPreviewed, RunStarted
 from ..session._session import Session
+from ..session._stores import ConcurrentWriter
 from ._durable import (
     RUN,
     Durable,
@@ -38,6 +39,7 @@ from ._durable import (
     RunRecorder,
     _Aborted,
     decisions_for,
+    lost_race,
 )
 from ._plan import Plan, PreviewEnd
 from ._preview import plan_of, stale_read
@@ -108,7 +110,10 @@ async def run_durably(
     """
     async with durable.lock(session):  # one run writes the session's record at a time
         log = durable.log(session)
-        return await _run(durable, log, session, source, run_id, around, preview=preview)
+        try:
+            return await _run(durable, log, session, source, run_id, around, preview=preview)
+        except ConcurrentWriter as error:  # before the run began, or as it ended
+            raise ToolError(lost_race(session, error), ErrorCode.REPLAY_DIVERGED) from None
 
 
 async def decline(durable: Durable, session: str, message: str) -> None:
@@ -117,7 +122,10 @@ async def decline(durable: Durable, session: str, message: str) -> None:
         runs = durable.runs(session)
         if not runs or runs[-1].ended is not None or not runs[-1].planned():
             raise ToolError(f"session {session!r} has no plan waiting for a decision")
-        _end(durable.log(session), runs[-1].run, ErrorCode.POLICY_DENIED, message)
+        try:
+            _end(durable.log(session), runs[-1].run, ErrorCode.POLICY_DENIED, message)
+        except ConcurrentWriter as error:
+            raise ToolError(lost_race(session, error), ErrorCode.REPLAY_DIVERGED) from None
 
 
 def _end(log: Session, run: str, code: str, message: str) -> None:

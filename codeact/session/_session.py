@@ -134,7 +134,9 @@ INTERRUPTED = (
 
 
 class CorruptLog(ValueError):
-    """A line other than the last could not be read: history cannot be trusted."""
+    """A store's record could not be read (a line other than a torn last one, a damaged
+    row, a file that is not a store): history cannot be trusted, so nothing runs. The
+    message names the store, the session and the event."""
 
 
 class JsonlStore:
@@ -167,13 +169,22 @@ class JsonlStore:
                 continue
             last = index >= len(lines) - 1 or not any(rest.strip() for rest in lines[index + 1 :])
             try:
-                events.append(event_from_json(line.decode("utf-8")))
-            except (ValueError, KeyError, TypeError) as error:
+                event = event_from_json(line.decode("utf-8"))
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
                 if last and not raw.endswith(b"\n"):
                     self.dropped_torn_line = True
                     self._truncate_to(len(raw) - len(line))
                     break
-                raise CorruptLog(f"{self.path}: line {index + 1} is unreadable: {error}") from None
+                raise CorruptLog(
+                    f"{self.path}: session {self.name!r}, line {index + 1} is unreadable "
+                    f"({type(error).__name__}: {error})"[:600]
+                ) from None
+            if event.seq != len(events) + 1:  # events are numbered as they were appended
+                raise CorruptLog(
+                    f"{self.path}: session {self.name!r}, line {index + 1} holds event "
+                    f"{event.seq} where event {len(events) + 1} belongs"
+                )
+            events.append(event)
         return events
 
     def load_after(self, seq: int) -> list[Event]:
@@ -186,8 +197,18 @@ class JsonlStore:
             raw = handle.read()
         if not raw.endswith(b"\n"):  # a line being written: read it when it is whole
             raw = raw[: raw.rfind(b"\n") + 1]
+        events = []
+        for line in raw.splitlines():
+            if not line.strip():
+                continue
+            try:
+                events.append(event_from_json(line.decode("utf-8")))
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                raise CorruptLog(
+                    f"{self.path}: session {self.name!r}, an event after event {seq} is "
+                    f"unreadable ({type(error).__name__}: {error})"[:600]
+                ) from None
         self._offset = offset + len(raw)
-        events = [event_from_json(line.decode("utf-8")) for line in raw.splitlines() if line]
         return [event for event in events if event.seq > seq]
 
     def append(self, event: Event) -> None:
@@ -243,9 +264,9 @@ class Session:
     def append(self, event: Event) -> Event:
         """Record ``event`` with the next sequence number; returns the recorded event."""
         numbered = type(event)(**{**asdict(event), "seq": len(self.events) + 1})
-        self.events.append(numbered)
-        if self.store is not None:
+        if self.store is not None:  # first: an event the store refused is not history
             self.store.append(numbered)
+        self.events.append(numbered)
         for listener in self.listeners:
             listener(numbered)
         return numbered

@@ -7,9 +7,11 @@ one SQLite file that any number of processes share.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
@@ -45,6 +47,28 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (session, seq)
 ) WITHOUT ROWID
 """
+
+
+def _events(rows: Iterable[tuple[Any, Any]], where: str, session: str) -> list[Event]:
+    """A store's rows (sequence number, body) as events; a row that is not one raises
+    ``CorruptLog`` naming the store, the session and the row, before anything runs."""
+    from ._session import CorruptLog, event_from_json
+
+    events: list[Event] = []
+    for seq, body in rows:
+        try:
+            event = event_from_json(body)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            reason = f"{type(error).__name__}: {error}"[:300]
+            raise CorruptLog(
+                f"{where}: session {session!r}, event {seq} is unreadable ({reason})"
+            ) from None
+        if event.seq != seq:
+            raise CorruptLog(
+                f"{where}: session {session!r}, the row of event {seq} holds event {event.seq}"
+            )
+        events.append(event)
+    return events
 
 
 class _Connected:
@@ -98,29 +122,35 @@ class SqliteStore(_Connected):
         super().__init__(session)
 
     def load(self) -> list[Event]:
-        from ._session import event_from_json
-
-        with self._lock:
-            rows = self._connect().execute(
-                "SELECT body FROM events WHERE session = ? ORDER BY seq", (self.session,)
-            )
-            return [event_from_json(body) for (body,) in rows]
+        return self.load_after(0)
 
     def load_after(self, seq: int) -> list[Event]:
         """The events after ``seq`` (another process's, since this one last looked)."""
-        from ._session import event_from_json
-
-        with self._lock:
+        with self._lock, self._readable():
             rows = self._connect().execute(
-                "SELECT body FROM events WHERE session = ? AND seq > ? ORDER BY seq",
+                "SELECT seq, body FROM events WHERE session = ? AND seq > ? ORDER BY seq",
                 (self.session, seq),
             )
-            return [event_from_json(body) for (body,) in rows]
+            return _events(rows, str(self.path), self.session)
+
+    @contextlib.contextmanager
+    def _readable(self) -> Iterator[None]:
+        """A file that is not a SQLite database (or is a damaged one) is a corrupt store."""
+        from ._session import CorruptLog
+
+        try:
+            yield
+        except sqlite3.DatabaseError as error:
+            if type(error) is not sqlite3.DatabaseError:  # locked, busy, constraint: not this
+                raise
+            raise CorruptLog(
+                f"{self.path}: session {self.session!r}: not a readable store ({error})"
+            ) from None
 
     def append(self, event: Event) -> None:
         from ._session import event_to_json
 
-        with self._lock:
+        with self._lock, self._readable():
             connection = self._connect()
             try:
                 with connection:  # one transaction, committed (or rolled back) here
@@ -176,29 +206,19 @@ class PostgresStore(_Connected):
         super().__init__(session)
 
     def load(self) -> list[Event]:
-        from ._session import event_from_json
-
-        with self._lock:
-            connection = self._connect()
-            with connection.transaction():
-                rows = connection.execute(
-                    "SELECT body FROM codeact_events WHERE session = %s ORDER BY seq",
-                    (self.session,),
-                ).fetchall()
-            return [event_from_json(body) for (body,) in rows]
+        return self.load_after(0)
 
     def load_after(self, seq: int) -> list[Event]:
         """The events after ``seq`` (another host's, since this one last looked)."""
-        from ._session import event_from_json
-
         with self._lock:
             connection = self._connect()
             with connection.transaction():
                 rows = connection.execute(
-                    "SELECT body FROM codeact_events WHERE session = %s AND seq > %s ORDER BY seq",
+                    "SELECT seq, body FROM codeact_events WHERE session = %s AND seq > %s "
+                    "ORDER BY seq",
                     (self.session, seq),
                 ).fetchall()
-            return [event_from_json(body) for (body,) in rows]
+            return _events(rows, "PostgreSQL table codeact_events", self.session)
 
     def append(self, event: Event) -> None:
         import psycopg

@@ -19,6 +19,7 @@ import pytest
 
 from codeact import (
     Agent,
+    CorruptLog,
     Durable,
     JsonlStore,
     ModelReply,
@@ -595,3 +596,66 @@ def test_a_session_whose_record_would_pass_its_bound_stops_the_run_that_would(
     assert "the session's record would pass 300,000 bytes" in stopped[0].error.message
     assert "new session" in stopped[0].error.message
     assert (tmp_path / "s.jsonl").stat().st_size < 350_000
+
+
+@pytest.mark.parametrize("damage", ["{oops", '{"kind": "nonsense", "seq": 3}', "[1]"])
+def test_a_damaged_record_is_refused_naming_where_and_nothing_runs(
+    shared_store: tuple[str, str], tmp_path: Path, damage: str
+) -> None:
+    from tests.session.test_stores import overwrite
+
+    kind, where = shared_store
+    ledger = Ledger(tmp_path / "ledger")
+    first = _host("start", kind, where, str(ledger.path), PAYS)
+    assert first["error"] == "SUSPENDED"
+    effects = ledger.lines()
+    overwrite(kind, where, SESSION, 3, damage)
+    with runtime(kind, where, ledger) as host:
+        with pytest.raises(CorruptLog) as asked:
+            host.pending(SESSION)
+        with pytest.raises(CorruptLog) as resumed:
+            host.resume_sync(SESSION, {"c1.3": True})
+    for raised in (asked, resumed):
+        assert f"session {SESSION!r}, event 3 is unreadable" in str(raised.value)
+    assert ledger.lines() == effects  # nothing ran
+
+
+def test_two_hosts_resuming_one_run_at_once_the_loser_is_told_with_one_code(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    where = str(tmp_path / "runs.db")
+    ledger = Ledger(tmp_path / "ledger")
+    first = _host("start", "sqlite", where, str(ledger.path), PAYS)
+    assert first["error"] == "SUSPENDED"
+    hosts = [runtime("sqlite", where, ledger) for _ in range(2)]
+    for host in hosts:
+        host.__enter__()
+    try:
+        codes: list[str | None] = []
+
+        def resume(host: Runtime, start: threading.Barrier) -> None:
+            start.wait(timeout=60)
+            try:
+                end = host.resume_sync(SESSION, {"c1.3": True})
+            except ReplayDiverged:  # what resume raises for REPLAY_DIVERGED
+                codes.append("REPLAY_DIVERGED")
+            else:
+                codes.append(end.error.code if end.is_error else None)
+
+        for _ in range(6):  # each round: both hosts resume the same run at the same moment
+            start = threading.Barrier(2)
+            threads = [threading.Thread(target=resume, args=(host, start)) for host in hosts]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=120)
+            if codes[-2:] == [None, None]:
+                break  # the run ended: both read its recorded result
+    finally:
+        for host in hosts:
+            host.__exit__(None, None, None)
+    # a host that lost the race for the record says so, with one code; none says otherwise
+    assert set(codes) <= {None, "REPLAY_DIVERGED", "SUSPENDED"}, codes
+    assert [name for name, _ in ledger.lines()].count("pay") <= 1

@@ -17,6 +17,7 @@ from codeact import (
     AbortRecorded,
     AssistantMessage,
     ConcurrentWriter,
+    CorruptLog,
     ErrorRecorded,
     EventStore,
     JsonlStore,
@@ -194,3 +195,83 @@ def test_a_writer_killed_mid_stream_loses_no_event_it_had_appended(
     resumed = Session.resume(open_store(*shared, "doomed"))
     resumed.append(UserMessage(text="after the kill"))
     assert open_store(*shared, "doomed").load()[-1].seq == len(events) + 1
+
+
+# A damaged record: the store's own error, naming where, before anything runs -------------
+
+DAMAGE = {
+    "not JSON": "{oops",
+    "an unknown kind": '{"kind": "nonsense", "seq": 2}',
+    "missing fields": '{"kind": "user_message", "seq": 2}',
+    "not an object": "[1, 2]",
+    "another position": '{"kind": "user_message", "seq": 5, "text": "moved"}',
+}
+
+
+@pytest.fixture(params=["jsonl", "sqlite", "postgres"])
+def located(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """A store's kind and where it is: the JSONL folder, SQLite file or PostgreSQL conninfo."""
+    if request.param == "jsonl":
+        return "jsonl", str(tmp_path)
+    if request.param == "sqlite":
+        return "sqlite", str(tmp_path / "sessions.db")
+    return "postgres", request.getfixturevalue("database")
+
+
+def located_store(kind: str, where: str, name: str) -> EventStore:
+    if kind == "jsonl":
+        return JsonlStore(Path(where) / f"{name}.jsonl")
+    return open_store(kind, where, name)
+
+
+def overwrite(kind: str, where: str, name: str, seq: int, body: str) -> None:
+    """Replace event ``seq``'s stored text, as a damaged disk or a careless hand would."""
+    if kind == "jsonl":
+        path = Path(where) / f"{name}.jsonl"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        lines[seq - 1] = body
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    elif kind == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(where) as connection:
+            connection.execute(
+                "UPDATE events SET body = ? WHERE session = ? AND seq = ?", (body, name, seq)
+            )
+    else:
+        import psycopg
+
+        with psycopg.connect(where, autocommit=True) as connection:
+            connection.execute(
+                "UPDATE codeact_events SET body = %s WHERE session = %s AND seq = %s",
+                (body, name, seq),
+            )
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_event_is_the_stores_own_error_naming_the_store_session_and_event(
+    located: tuple[str, str], damage: str
+) -> None:
+    kind, where = located
+    session = Session(store=located_store(kind, where, "alice"))
+    for text in ("one", "two", "three"):
+        session.append(UserMessage(text=text))
+    overwrite(kind, where, "alice", 2, DAMAGE[damage])
+    with pytest.raises(CorruptLog) as raised:
+        located_store(kind, where, "alice").load()
+    message = str(raised.value)
+    assert "'alice'" in message
+    assert ("line 2" if kind == "jsonl" else "event 2") in message
+    assert (where if kind != "postgres" else "codeact_events") in message
+
+
+def test_a_file_that_is_not_a_database_is_a_corrupt_store(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    path.write_bytes(b"these are not the pages of a SQLite database\n" * 100)
+    with pytest.raises(CorruptLog, match="not a readable store") as raised:
+        SqliteStore(path, "alice").load()
+    assert str(path) in str(raised.value)
+    assert "'alice'" in str(raised.value)
+    with pytest.raises(CorruptLog):
+        Session(store=SqliteStore(path, "alice")).append(UserMessage(text="lost?"))
+    assert path.read_bytes().startswith(b"these are not")  # left as it was
