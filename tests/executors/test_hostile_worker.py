@@ -335,8 +335,8 @@ def nested(value: object, depth: int) -> object:
     return value
 
 
-@settings(max_examples=300, deadline=None)
-@given(value=script_values, depth=st.integers(0, 80), width=st.integers(0, 400_000))
+@settings(max_examples=60, deadline=None)
+@given(value=script_values, depth=st.integers(0, 80), width=st.integers(0, 300_000))
 def test_what_the_interpreter_makes_of_any_value_passes_the_hosts_check(
     value: object, depth: int, width: int
 ) -> None:
