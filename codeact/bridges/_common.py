@@ -25,14 +25,7 @@ ToolSource = Runtime | ToolRegistry | Iterable[Tool | Callable[..., Any]]
 
 def as_runtime(source: ToolSource) -> Runtime:
     """A runtime for what the user has: itself, a registry, or a list of tools or functions."""
-    if isinstance(source, Runtime):
-        return source
-    if isinstance(source, ToolRegistry):
-        return Runtime(source)
-    registry = ToolRegistry()
-    for item in source:
-        registry.register(item)
-    return Runtime(registry)
+    return source if isinstance(source, Runtime) else Runtime(source)
 
 
 class Dispatcher:

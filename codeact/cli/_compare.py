@@ -19,6 +19,8 @@ from ..providers._http import OpenAIChatModel
 from ..providers._models import Model
 from ._parser import Parser, positive
 
+MAX_FAILURES_SHOWN = 20
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``codeact compare``: offline by default; ``--model`` runs against a real endpoint."""
@@ -71,6 +73,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"tokens: {name}; totals over all tasks, peak and time per task (median for time, tools ad)"
     )
     print(table(results))
+    failed = [r for r in results if r.failure is not None]
+    for record in failed[:MAX_FAILURES_SHOWN]:  # why, not only how many
+        print(
+            f"failed: {record.task} ({record.style}, run {record.repeat + 1}): "
+            f"{(record.failure or '')[:300]}",
+            file=sys.stderr,
+        )
+    if len(failed) > MAX_FAILURES_SHOWN:
+        print(f"... and {len(failed) - MAX_FAILURES_SHOWN} more failed runs", file=sys.stderr)
+    if results and len(failed) == len(results):
+        print("codeact compare: every run failed (see above): nothing compared", file=sys.stderr)
+        return 1
     if model is not None and len(styles) > 1:
         print(f"\nPaired differences per task ({styles[0]} minus others):")
         for other in styles[1:]:

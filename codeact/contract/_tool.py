@@ -91,6 +91,12 @@ class Tool:
         set_field(self, "parameter_check", plain_checker(parameters))
         set_field(self, "output_check", None if output is None else plain_checker(output))
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The function itself, as written (a test, a helper calling another tool):
+        nothing is validated or dispatched. Through a registry or a runtime, a call goes
+        through the whole pipeline."""
+        return self.function(*args, **kwargs)
+
     @classmethod
     def from_schema(
         cls,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,14 @@ class Mode(StrEnum):
     NATIVE = "native"
     CODE = "code"
     BOTH = "both"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Mode | None:
+        """``Mode("Code")`` is ``code``; anything else names the choices."""
+        if isinstance(value, str) and value.strip().lower() in cls._value2member_map_:
+            return cls(value.strip().lower())
+        choices = ", ".join(repr(mode.value) for mode in cls)
+        raise ValueError(f"{value!r} is not a mode: choose {choices}")
 
 
 def _agreed_limits(limits: Limits | None, executor: Executor | None) -> Limits:
@@ -70,7 +78,7 @@ class Runtime:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        registry: ToolRegistry | Iterable[Tool | Callable[..., Any]],
         *,
         mode: Mode | str = Mode.BOTH,
         executor: Executor | None = None,
@@ -87,6 +95,7 @@ class Runtime:
 
         if lazy not in ("names", "none"):
             raise ValueError("lazy must be 'names' or 'none'")
+        registry = registry_of(registry)
         self.registry = registry
         self.mode = Mode(mode)
         self.limits = _agreed_limits(limits, executor)
@@ -490,9 +499,14 @@ class Runtime:
         return self._blocking().call(lambda: self.execute(call, mode=mode, session=session))
 
     def execute_many_sync(
-        self, calls: Sequence[ToolCall], *, mode: Mode | str | None = None
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        mode: Mode | str | None = None,
+        session: str | None = None,
     ) -> list[ToolExecutionResult]:
-        return self._blocking().call(lambda: self.execute_many(calls, mode=mode))
+        """``execute_many`` from synchronous code."""
+        return self._blocking().call(lambda: self.execute_many(calls, mode=mode, session=session))
 
     def close(self) -> None:
         """Close what the sync twins started: the executor and their event loop.
@@ -507,6 +521,21 @@ class Runtime:
             self._finalizer()
         self._loop = self._finalizer = None
         self._close_durable()
+
+
+def registry_of(tools: ToolRegistry | Iterable[Tool | Callable[..., Any]]) -> ToolRegistry:
+    """A registry for what the user has: itself, or a list of tools or plain functions."""
+    if isinstance(tools, ToolRegistry):
+        return tools
+    if isinstance(tools, Tool) or callable(tools) or isinstance(tools, str | bytes | Mapping):
+        raise UsageError(
+            "Runtime takes a ToolRegistry or a list of tools or functions: "
+            "Runtime([price]) rather than Runtime(price)"
+        )
+    registry = ToolRegistry()
+    for item in tools:
+        registry.register(item)
+    return registry
 
 
 class _Shutdown:
@@ -524,4 +553,4 @@ class _Shutdown:
             self._loop.stop()
 
 
-__all__ = ["DEFAULT_LAZY_THRESHOLD", "RESERVED", "Mode", "Runtime"]
+__all__ = ["DEFAULT_LAZY_THRESHOLD", "RESERVED", "Mode", "Runtime", "registry_of"]

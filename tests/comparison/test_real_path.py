@@ -32,7 +32,9 @@ class PlanEndpoint(BaseHTTPRequestHandler):
     seen: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.respond(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+
+    def respond(self, body: dict[str, Any]) -> None:
         self.seen.append(body)
         names = [t["function"]["name"] for t in body.get("tools", [])]
         if names == ["echo"]:
@@ -174,3 +176,40 @@ def test_replay_refuses_a_changed_tool_schema(
     with pytest.raises(CassetteMismatch, match="never recorded"):
         anyio.run(replay.respond, request)
     assert request_key("m", request) not in replay.cassette.entries
+
+
+class RefusingAfterProbe(PlanEndpoint):
+    """Answers the probe, then refuses every task's request (a bad key scope, a quota)."""
+
+    def respond(self, body: dict[str, Any]) -> None:
+        if [t["function"]["name"] for t in body.get("tools", [])] == ["echo"]:
+            super().respond(body)
+            return
+        data = json.dumps({"error": {"message": "model not allowed for this key"}}).encode()
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_comparison_whose_every_run_fails_says_why_and_exits_non_zero(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), RefusingAfterProbe)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        arguments = ["--model", "local", "--base-url", url, "--api-key", "k", "--tasks", "2"]
+        arguments += ["--styles", "native,code"]
+        code = compare_command(arguments)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    said = capsys.readouterr()
+    assert code == 1
+    failures = [line for line in said.err.splitlines() if line.startswith("failed: ")]
+    assert len(failures) == 4  # two tasks in two styles, each named with its reason
+    assert all("model not allowed for this key" in line for line in failures)
+    assert "every run failed" in said.err

@@ -194,3 +194,41 @@ def test_switching_to_lazy_discovery_is_logged_with_the_count_and_the_threshold(
         and "search_tools and describe" in record.getMessage()
         for record in caplog.records
     )
+
+
+# A user's first hour --------------------------------------------------------------------
+
+
+def test_a_tool_is_still_the_function_it_was_written_as() -> None:
+    assert add(2, b=3) == 5
+    assert forecast("Oslo", days=1) == {"highs": [20.0]}
+
+
+def test_a_runtime_takes_a_list_of_tools_or_functions_and_refuses_a_bare_one() -> None:
+    def double(n: int) -> int:
+        """Twice ``n``."""
+        return 2 * n
+
+    with Runtime([add, double], mode="code", executor=InProcessExecutor()) as made:
+        result = made.execute_sync(ToolCall("c1", "run_code", {"code": "double(add(1, 2))"}))
+    assert not result.is_error, result.text
+    assert result.value["result"] == 6  # type: ignore[index]
+    with pytest.raises(UsageError, match=r"Runtime\(\[price\]\) rather than Runtime\(price\)"):
+        Runtime(add)  # type: ignore[arg-type]
+
+
+def test_a_mode_is_read_whatever_its_case_and_a_wrong_one_names_the_choices() -> None:
+    assert Mode("Code") is Mode.CODE
+    assert Mode(" NATIVE ") is Mode.NATIVE
+    with pytest.raises(ValueError, match="'fast' is not a mode: choose 'native', 'code', 'both'"):
+        Mode("fast")
+
+
+def test_execute_many_sync_runs_in_the_session_it_is_given(runtime: Runtime) -> None:
+    first = [ToolCall("c1", "run_code", {"code": "kept = 41"})]
+    runtime.execute_many_sync(first, mode="code", session="mine")
+    again = [ToolCall("c2", "run_code", {"code": "kept + 1"})]
+    (mine,) = runtime.execute_many_sync(again, mode="code", session="mine")
+    (other,) = runtime.execute_many_sync(again, mode="code", session="other")
+    assert mine.value["result"] == 42  # type: ignore[index]
+    assert other.is_error  # another session has no such name
