@@ -43,6 +43,11 @@ class BackgroundLoop:
         anyio.run(serve)
 
     @property
+    def in_its_thread(self) -> bool:
+        """Is the caller running on this loop (where nothing may block on it)?"""
+        return threading.current_thread() is self._thread
+
+    @property
     def running(self) -> bool:
         return self._portal is not None and self._thread.is_alive()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -141,6 +142,7 @@ class Runtime:
         self._advertised: dict[tuple[Mode, int, str], tuple[int, tuple[str, ...]]] = {}
         self._finalizer: Any = None
         self._entered: Any = None
+        self._closed = False  # closed by close, aclose or leaving with: nothing runs after
 
     # Advertisement ---------------------------------------------------------------------
 
@@ -238,6 +240,7 @@ class Runtime:
         scripts see each other's names and wait on each other): give each conversation
         or client a session of its own, as ``Agent`` and ``serve-mcp`` do.
         """
+        self._check_open()
         allowed = self.advertised(mode)
         if call.name not in allowed:
             listed = ", ".join(allowed)
@@ -303,6 +306,7 @@ class Runtime:
         plan_digest: str | None = None,
     ) -> ToolExecutionResult:
         """The resumed run's run_code result, as it is."""
+        self._check_open()
         from ..code_mode._durable_run import RESUMING, Resume
 
         runs = self._durable().runs(name)
@@ -332,6 +336,7 @@ class Runtime:
         from ..code_mode._commit import PREVIEW_ONLY
         from ..code_mode._plan import Plan
 
+        self._check_open()
         name = session or self._session
         begun = len(self._durable().runs(name))
         call = ToolCall("preview", RUN_CODE, {"code": source, "preview": True})
@@ -435,6 +440,7 @@ class Runtime:
         session: str | None = None,
     ) -> list[ToolExecutionResult]:
         """Run calls as one turn's (read-only ones at once); ``session`` as in ``execute``."""
+        self._check_open()
         allowed = set(self.advertised(mode))
         known = [c for c in calls if c.name in allowed]
         token = SCRIPT_SESSION.set(session) if session is not None else None
@@ -445,8 +451,13 @@ class Runtime:
                 SCRIPT_SESSION.reset(token)
         return [next(ran) if c.name in allowed else await self.execute(c, mode=mode) for c in calls]
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError("this Runtime is closed: make a new one to run more calls")
+
     async def aclose(self) -> None:
         """Close the executor (its worker processes): async users call this."""
+        self._closed = True
         try:
             await self.executor.aclose()
         finally:
@@ -465,6 +476,7 @@ class Runtime:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        self._closed = True
         leave = getattr(self.executor, "__aexit__", None)
         if leave is not None:
             try:
@@ -514,6 +526,7 @@ class Runtime:
         Optional: a runtime nobody closes is closed when it is collected or when the
         program exits, whichever comes first.
         """
+        self._closed = True
         entered, self._entered = self._entered, None
         if entered is not None:  # leaves the executor's context: reaper stopped, pool closed
             entered.__exit__(None, None, None)
@@ -546,6 +559,14 @@ class _Shutdown:
         self._executor = executor
 
     def __call__(self) -> None:
+        if self._loop.in_its_thread:
+            # the runtime was collected on its own loop (a framework dropped it inside a
+            # callback): closing waits on that loop, so another thread does it
+            threading.Thread(target=self._close, name="codeact-close", daemon=True).start()
+            return
+        self._close()
+
+    def _close(self) -> None:
         try:
             if self._loop.running:
                 self._loop.call(self._executor.aclose)

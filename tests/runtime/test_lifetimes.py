@@ -223,3 +223,38 @@ async def test_in_process_a_session_never_holds_more_than_its_memory_limit() -> 
         assert resident_bytes() - before < limit
     finally:
         await executor.aclose()
+
+
+def test_a_runtime_collected_on_its_own_loop_still_closes_its_worker_and_threads() -> None:
+    import threading
+    from pathlib import Path
+
+    def alive(pid: int) -> bool:
+        try:
+            return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+
+    runtime = Runtime(registry(), mode="code", executor=ProcessExecutor(limits=LIMITS, warm=0))
+    result: Any = runtime.execute_sync(ToolCall("c", "run_code", {"code": "echo('one')"}))
+    assert result.value["result"] == "one"
+    pid = runtime.executor.session_worker("default")  # type: ignore[attr-defined]
+    assert pid is not None
+    assert alive(pid)
+    loop = runtime._loop
+    assert loop is not None
+    loop_thread = loop._thread
+    held = [runtime]
+    del runtime, result
+
+    async def drop() -> None:  # the last reference goes inside a callback on the loop
+        held.clear()
+        gc.collect()
+
+    loop.call(drop)
+    for _ in range(600):  # a bounded wait (up to a minute), on what closing does
+        if not alive(pid) and not loop_thread.is_alive():
+            break
+        threading.Event().wait(0.1)
+    assert not alive(pid), "the worker outlived its collected runtime"
+    assert not loop_thread.is_alive()

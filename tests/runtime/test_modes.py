@@ -232,3 +232,36 @@ def test_execute_many_sync_runs_in_the_session_it_is_given(runtime: Runtime) -> 
     (other,) = runtime.execute_many_sync(again, mode="code", session="other")
     assert mine.value["result"] == 42  # type: ignore[index]
     assert other.is_error  # another session has no such name
+
+
+@pytest.mark.parametrize("kind", ["inprocess", "process"])
+@pytest.mark.parametrize("leave", ["with", "close", "async with", "aclose"])
+def test_a_closed_runtime_refuses_every_call_saying_so(kind: str, leave: str) -> None:
+    import anyio
+
+    from codeact.executors._process import ProcessExecutor
+
+    executor = InProcessExecutor() if kind == "inprocess" else ProcessExecutor(warm=0)
+    made = Runtime([add], mode="code", executor=executor)
+    call = ToolCall("c1", "run_code", {"code": "add(1, 2)"})
+    if leave == "with":
+        with made:
+            assert made.execute_sync(call).value["result"] == 3  # type: ignore[index]
+    elif leave == "close":
+        assert made.execute_sync(call).value["result"] == 3  # type: ignore[index]
+        made.close()
+    else:
+
+        async def use() -> None:
+            if leave == "async with":
+                async with made:
+                    assert (await made.execute(call)).value["result"] == 3  # type: ignore[index]
+            else:
+                assert (await made.execute(call)).value["result"] == 3  # type: ignore[index]
+                await made.aclose()
+
+        anyio.run(use)
+    with pytest.raises(UsageError, match="this Runtime is closed"):
+        made.execute_sync(call)
+    with pytest.raises(UsageError, match="this Runtime is closed"):
+        made.execute_many_sync([call])
