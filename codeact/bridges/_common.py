@@ -28,14 +28,22 @@ def as_runtime(source: ToolSource) -> Runtime:
     return source if isinstance(source, Runtime) else Runtime(source)
 
 
+def offered_mode(runtime: Runtime, mode: Mode | str | None) -> Mode:
+    """The mode a bridge offers: the one it is given, else the runtime's own if it was
+    chosen (``Runtime(tools, mode="native")``), else code mode."""
+    if mode is not None:
+        return Mode(mode)
+    return runtime.mode if runtime.mode_chosen else Mode.CODE
+
+
 class Dispatcher:
     """One runtime's advertisement in one mode, each call dispatched through
     ``Runtime.execute`` on the runtime's background loop, so sync and async callers (and
     a framework that starts a new loop per run) share one executor safely."""
 
-    def __init__(self, source: ToolSource, *, mode: Mode | str = Mode.CODE) -> None:
+    def __init__(self, source: ToolSource, *, mode: Mode | str | None = None) -> None:
         self.runtime = as_runtime(source)
-        self.mode = Mode(mode)
+        self.mode = offered_mode(self.runtime, mode)
         self._numbers = itertools.count(1)
 
     def schemas(self) -> list[dict[str, Any]]:

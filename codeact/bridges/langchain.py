@@ -78,7 +78,7 @@ class CodeactTool(BaseTool):
 def tools(
     source: ToolSource,
     *,
-    mode: Mode | str = Mode.CODE,
+    mode: Mode | str | None = None,
     session: Callable[[RunnableConfig], str] | None = None,
 ) -> list[BaseTool]:
     """``source``'s advertisement in ``mode`` as LangChain tools.

@@ -25,7 +25,7 @@ from ._common import Dispatcher, Sessions, ToolSource, data_url, images, text_of
 def tools(
     source: ToolSource,
     *,
-    mode: Mode | str = Mode.CODE,
+    mode: Mode | str | None = None,
     session: Callable[[ToolContext[Any]], str] | None = None,
 ) -> list[FunctionTool]:
     """``source``'s advertisement in ``mode`` as Agents SDK tools.

@@ -38,7 +38,7 @@ class CodeactToolset(AbstractToolset[Any]):
         self,
         source: ToolSource,
         *,
-        mode: Mode | str = Mode.CODE,
+        mode: Mode | str | None = None,
         session: Callable[[RunContext[Any]], str] | None = None,
         id: str | None = None,
         max_retries: int = 1,
@@ -87,7 +87,7 @@ class CodeactToolset(AbstractToolset[Any]):
 def toolset(
     source: ToolSource,
     *,
-    mode: Mode | str = Mode.CODE,
+    mode: Mode | str | None = None,
     session: Callable[[RunContext[Any]], str] | None = None,
 ) -> CodeactToolset:
     """``source``'s advertisement in ``mode`` as a pydantic-ai toolset.

@@ -58,7 +58,7 @@ class RunCodeTool(Tool):
         return _output(result)
 
 
-def tools(source: ToolSource, *, mode: Mode | str = Mode.CODE) -> list[Tool]:
+def tools(source: ToolSource, *, mode: Mode | str | None = None) -> list[Tool]:
     """``source``'s advertisement in ``mode`` as smolagents tools, one script session for
     the set (give each agent a set of its own)."""
     dispatcher = Dispatcher(source, mode=mode)

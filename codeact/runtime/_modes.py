@@ -81,7 +81,7 @@ class Runtime:
         self,
         registry: ToolRegistry | Iterable[Tool | Callable[..., Any]],
         *,
-        mode: Mode | str = Mode.BOTH,
+        mode: Mode | str | None = None,
         executor: Executor | None = None,
         limits: Limits | None = None,
         modules: frozenset[str] | None = None,
@@ -98,7 +98,8 @@ class Runtime:
             raise ValueError("lazy must be 'names' or 'none'")
         registry = registry_of(registry)
         self.registry = registry
-        self.mode = Mode(mode)
+        self.mode = Mode.BOTH if mode is None else Mode(mode)
+        self.mode_chosen = mode is not None  # a bridge offers a chosen mode as it is
         self.limits = _agreed_limits(limits, executor)
         self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
         self.lazy_threshold = lazy_threshold

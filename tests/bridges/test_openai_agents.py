@@ -17,6 +17,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from codeact import Runtime
 from codeact.bridges import openai_agents
 
 from .conftest import FIRST, PICTURE, PNG, SECOND, Workshop
@@ -136,3 +137,18 @@ async def test_native_tools_sit_beside_run_code_in_both_mode(workshop: Workshop)
     await Runner.run(Agent(name="n", model=model, tools=tools), "go")
     assert outputs(model)["n1"] == "3"
     assert workshop.ids_of("add") == ["n1"]
+
+
+def test_a_runtimes_chosen_mode_is_what_the_agent_is_offered(workshop: Workshop) -> None:
+    registry = workshop.runtime.registry
+    native = Runtime(registry, mode="native")
+    both = Runtime(registry, mode="both")
+    try:
+        assert sorted(t.name for t in openai_agents.tools(native)) == ["add", "snap"]
+        assert sorted(t.name for t in openai_agents.tools(both)) == ["add", "run_code", "snap"]
+        # a runtime whose mode nobody chose, and an explicit mode, as before
+        assert [t.name for t in openai_agents.tools(workshop.runtime)] == ["run_code"]
+        assert [t.name for t in openai_agents.tools(native, mode="code")] == ["run_code"]
+    finally:
+        native.close()
+        both.close()
