@@ -212,24 +212,54 @@ async def run_previewed(
         )
 
 
+YES, NO = ("y", "yes"), ("n", "no", "")  # an empty answer is the default: no
+MAX_ASKS = 5  # an answer that stays unclear this often is a no
+
+
 def ask_on_terminal(question: Any) -> bool | dict[str, bool]:
     """The command line's approver: a plan (or a call) shown on stderr, answered on stdin
-    with y, n, or per tool (``send=y,log=n``)."""
+    with y, n, or per tool (``send=y,log=n``); an unclear answer is asked again."""
     from ..code_mode._plan import Plan
 
-    if isinstance(question, Plan):
-        print(question.text(), file=sys.stderr)
-        print("Make these writes? [y/N, or per tool: TOOL=y,TOOL=n] ", end="", file=sys.stderr)
-    else:
-        print(f"Allow {question.name}? [y/N] ", end="", file=sys.stderr)
-    sys.stderr.flush()
-    answer = sys.stdin.readline().strip()
-    if "=" in answer and isinstance(question, Plan):
-        return {
-            tool.strip(): decided.strip().lower().startswith("y")
-            for tool, _, decided in (part.partition("=") for part in answer.split(","))
-        }
-    return answer.lower() in ("y", "yes")
+    plan = isinstance(question, Plan)
+    if plan:
+        SHOWN_PLANS.append(question.text())
+        print(SHOWN_PLANS[-1], file=sys.stderr)
+    prompt = (
+        "Make these writes? [y/N, or per tool: TOOL=y,TOOL=n] "
+        if plan
+        else f"Allow {question.name}? [y/N] "
+    )
+    for _ in range(MAX_ASKS):
+        print(prompt, end="", file=sys.stderr)
+        sys.stderr.flush()
+        line = sys.stdin.readline()
+        if not line:  # the input ended: nobody said yes
+            return False
+        decided = _decision(line.strip().lower(), per_tool=plan)
+        if decided is not None:
+            return decided
+        print("Please answer y or n (or TOOL=y,TOOL=n for each tool).", file=sys.stderr)
+    return False
+
+
+def _decision(answer: str, *, per_tool: bool) -> bool | dict[str, bool] | None:
+    """What an answer decides; None when it is not clear."""
+    if answer in YES or answer in NO:
+        return answer in YES
+    if not per_tool or "=" not in answer:
+        return None
+    decisions: dict[str, bool] = {}
+    for part in answer.split(","):
+        tool, _, decided = (piece.strip() for piece in part.partition("="))
+        if not tool or decided not in YES + NO[:2]:
+            return None
+        decisions[tool] = decided in YES
+    return decisions
+
+
+# The plans shown on the terminal, so the result printed after them does not repeat them.
+SHOWN_PLANS: list[str] = []
 
 
 def command_run(options: argparse.Namespace) -> int:
@@ -265,7 +295,10 @@ def command_run(options: argparse.Namespace) -> int:
             payload["value"] = thaw(result.value)
         print(json.dumps(payload, ensure_ascii=False))
     else:
-        print(result.text)
+        text = result.text
+        for shown in SHOWN_PLANS:  # the person read these already, on stderr
+            text = text.replace(f"{shown}\n", "", 1)
+        print(text)
     return EXIT_ERROR if result.is_error else EXIT_OK
 
 

@@ -400,6 +400,27 @@ log_note(text="reminded everyone")
 """
 
 
+def test_run_preview_asks_again_when_the_answer_is_unclear(tmp_path: Path) -> None:
+    script = tmp_path / "act.py"
+    script.write_text(PREVIEWED)
+    ledger = tmp_path / "ledger"
+    done = codeact(
+        "run",
+        "--preview",
+        str(script),
+        *TOOLS_OPTION,
+        stdin="maybe\nremind=perhaps\ny\n",
+        env={"CODEACT_TEST_LEDGER": str(ledger)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.count("Make these writes?") == 3
+    assert done.stderr.count("Please answer y or n") == 2
+    written = ledger.read_text().splitlines()
+    assert [json.loads(line)[0] for line in written] == ["remind"] * 3 + ["log_note"]
+    assert done.stderr.count("Plan for run cli") == 1
+    assert "Plan for run" not in done.stdout
+
+
 @pytest.mark.parametrize(
     ("answer", "made"),
     [
@@ -425,6 +446,7 @@ def test_run_preview_shows_the_plan_and_makes_only_what_the_answer_approves(
     assert "Plan for run cli: 4 writes (none made yet), after 1 read." in done.stderr
     assert "3 x remind, in the loop at line 2" in done.stderr
     assert done.stderr.count("Make these writes?") == 1  # one question for the whole plan
+    assert "Plan for run" not in done.stdout  # shown once, before the question
     written = ledger.read_text().splitlines() if ledger.exists() else []
     assert [json.loads(line)[0] for line in written] == made
     if answer == "n\n":
