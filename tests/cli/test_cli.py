@@ -400,7 +400,9 @@ log_note(text="reminded everyone")
 """
 
 
-def test_run_preview_asks_again_when_the_answer_is_unclear(tmp_path: Path) -> None:
+def previewed(tmp_path: Path, answer: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """``codeact run --preview`` of PREVIEWED answered with ``answer``: what it did, and
+    the writes it made (by tool)."""
     script = tmp_path / "act.py"
     script.write_text(PREVIEWED)
     ledger = tmp_path / "ledger"
@@ -409,14 +411,19 @@ def test_run_preview_asks_again_when_the_answer_is_unclear(tmp_path: Path) -> No
         "--preview",
         str(script),
         *TOOLS_OPTION,
-        stdin="maybe\nremind=perhaps\ny\n",
+        stdin=answer,
         env={"CODEACT_TEST_LEDGER": str(ledger)},
     )
+    written = ledger.read_text().splitlines() if ledger.exists() else []
+    return done, [json.loads(line)[0] for line in written]
+
+
+def test_run_preview_asks_again_when_the_answer_is_unclear(tmp_path: Path) -> None:
+    done, made = previewed(tmp_path, "maybe\nremind=perhaps\ny\n")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stderr.count("Make these writes?") == 3
     assert done.stderr.count("Please answer y or n") == 2
-    written = ledger.read_text().splitlines()
-    assert [json.loads(line)[0] for line in written] == ["remind"] * 3 + ["log_note"]
+    assert made == ["remind"] * 3 + ["log_note"]
     assert done.stderr.count("Plan for run cli") == 1
     assert "Plan for run" not in done.stdout
 
@@ -432,23 +439,12 @@ def test_run_preview_asks_again_when_the_answer_is_unclear(tmp_path: Path) -> No
 def test_run_preview_shows_the_plan_and_makes_only_what_the_answer_approves(
     tmp_path: Path, answer: str, made: list[str]
 ) -> None:
-    script = tmp_path / "act.py"
-    script.write_text(PREVIEWED)
-    ledger = tmp_path / "ledger"
-    done = codeact(
-        "run",
-        "--preview",
-        str(script),
-        *TOOLS_OPTION,
-        stdin=answer,
-        env={"CODEACT_TEST_LEDGER": str(ledger)},
-    )
+    done, written = previewed(tmp_path, answer)
     assert "Plan for run cli: 4 writes (none made yet), after 1 read." in done.stderr
     assert "3 x remind, in the loop at line 2" in done.stderr
     assert done.stderr.count("Make these writes?") == 1  # one question for the whole plan
     assert "Plan for run" not in done.stdout  # shown once, before the question
-    written = ledger.read_text().splitlines() if ledger.exists() else []
-    assert [json.loads(line)[0] for line in written] == made
+    assert written == made
     if answer == "n\n":
         assert done.returncode == 1
         assert "none of its writes was made" in done.stdout
