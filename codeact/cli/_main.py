@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..runtime._modes import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 NO_TOOLS = " with no tools: run_code has nothing to call (give --tools MODULE:ATTR or --stdlib)"
 
 
@@ -613,6 +614,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except UsageFailure as failure:
             print(f"codeact: {failure}", file=sys.stderr)
             return EXIT_USAGE
+        except KeyboardInterrupt:  # Ctrl-C: one line, not the stack it came through
+            print("codeact: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         return code
 
     return quiet_on_closed_pipe(command)

@@ -460,3 +460,42 @@ def test_run_preview_needs_a_script_file_and_worker_processes(tmp_path: Path) ->
     done = codeact("run", "--preview", "-", "--tools", "tests.cli_tools:TOOLS", stdin="double(1)")
     assert done.returncode == 2
     assert "--preview reads its decision from standard input" in done.stderr
+
+
+def test_ctrl_c_while_a_script_runs_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    script = tmp_path / "busy.py"
+    script.write_text('log_note(text="started")\nwhile True:\n    pass\n')
+    ledger = tmp_path / "ledger"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "codeact",
+            "run",
+            str(script),
+            *TOOLS_OPTION,
+            "--wall-seconds",
+            "120",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "CODEACT_TEST_LEDGER": str(ledger)},
+    )
+    try:
+        for _ in range(600):  # a bounded wait (a minute) for the script to be running
+            if ledger.exists() and ledger.read_text():
+                break
+            time.sleep(0.1)
+        assert ledger.read_text(), "the script never started"
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, err
+    assert err.strip() == "codeact: interrupted"
