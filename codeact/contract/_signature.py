@@ -194,8 +194,7 @@ def _first_bad_field(fields: dict[str, Any]) -> str | None:
         try:
             TypeAdapter(annotation).json_schema()
         except Exception as error:  # which field pydantic choked on, for the message
-            reason = str(error).splitlines()[0]
-            return f"parameter {name!r}: {annotation!r} has no JSON Schema: {reason}"
+            return f"parameter {name!r}: {_no_schema(annotation, error)}"
     return None
 
 
@@ -207,11 +206,23 @@ def _output_schema(label: str, annotation: Any) -> dict[str, JsonValue] | None:
     try:
         schema = TypeAdapter(annotation).json_schema(schema_generator=compact_generator())
     except Exception as error:  # pydantic raises several unrelated types here
-        reason = str(error).splitlines()[0]
         raise ToolDefinitionError(
-            f"{label}: return annotation {annotation!r} has no JSON Schema: {reason}"
+            f"{label}: return annotation {_no_schema(annotation, error)}"
         ) from None
     return schema or None
+
+
+def _no_schema(annotation: Any, error: Exception) -> str:
+    """Why a type cannot be a tool's parameter or value, in a tool author's terms (not
+    pydantic's model_config advice, which a tool's author has no model to apply to)."""
+    shown = getattr(annotation, "__qualname__", None) or repr(annotation)
+    reason = str(error).splitlines()[0]
+    if "arbitrary_types_allowed" in reason or "Unable to generate pydantic-core schema" in reason:
+        reason = (
+            "a model can only send and read JSON: use a dataclass, a TypedDict, a pydantic "
+            "model or plain types (str, int, float, bool, list, dict) instead"
+        )
+    return f"{shown} has no JSON Schema form: {reason}"
 
 
 @functools.cache

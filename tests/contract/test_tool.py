@@ -166,8 +166,21 @@ def test_annotation_without_schema_is_refused_naming_the_parameter() -> None:
     def connect(sock: socket.socket) -> None:
         """Connect."""
 
-    with pytest.raises(ToolDefinitionError, match="parameter 'sock'"):
+    with pytest.raises(ToolDefinitionError, match="parameter 'sock'") as refused:
         tool(connect)
+    assert "socket has no JSON Schema form" in str(refused.value)
+    assert "use a dataclass, a TypedDict, a pydantic model or plain types" in str(refused.value)
+    assert "arbitrary_types_allowed" not in str(refused.value)  # pydantic's advice is not ours
+
+
+def test_a_return_annotation_without_schema_is_refused_in_a_tool_authors_terms() -> None:
+    def opened() -> socket.socket:
+        """Open."""
+        raise NotImplementedError
+
+    with pytest.raises(ToolDefinitionError, match="return annotation socket has no") as refused:
+        tool(opened)
+    assert "arbitrary_types_allowed" not in str(refused.value)
 
 
 def test_missing_annotation_is_refused() -> None:
