@@ -73,6 +73,29 @@ class Dispatcher:
         finally:
             future.cancel()  # nothing when it finished; the call is cancelled when it did not
 
+    def call_alone(
+        self, name: str, arguments: Mapping[str, Any] | str, *, call_id: str | None, prefix: str
+    ) -> ToolExecutionResult:
+        """A call with no conversation to belong to: a session of its own, closed after it
+        (sharing one would hand one caller's names to the next)."""
+        session = f"{prefix}-alone-{uuid.uuid4().hex[:12]}"
+        try:
+            return self.call(name, arguments, call_id=call_id, session=session)
+        finally:
+            self.runtime._blocking().call(lambda: self.runtime.close_session(session))
+
+    async def acall_alone(
+        self, name: str, arguments: Mapping[str, Any] | str, *, call_id: str | None, prefix: str
+    ) -> ToolExecutionResult:
+        """``call_alone`` from async code."""
+        session = f"{prefix}-alone-{uuid.uuid4().hex[:12]}"
+        try:
+            return await self.acall(name, arguments, call_id=call_id, session=session)
+        finally:
+            portal = self.runtime._blocking().portal
+            closing = portal.start_task_soon(self.runtime.close_session, session)
+            await anyio.to_thread.run_sync(closing.result)
+
 
 def _arguments(arguments: Mapping[str, Any] | str) -> dict[str, Any] | str:
     return arguments if isinstance(arguments, str) else dict(arguments)
@@ -90,6 +113,10 @@ class Sessions:
         self._runtime = runtime
         self._prefix = f"{framework}-{uuid.uuid4().hex[:12]}"
         self._by_object: dict[int, str] = {}
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
 
     def named(self, conversation: str) -> str:
         """The session of a conversation the framework names (a thread or conversation id)."""

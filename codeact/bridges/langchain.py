@@ -7,7 +7,9 @@ call id is the call's id (and the ``ToolMessage``'s); an image reaches the model
 image content block; a failure is a ``ToolMessage`` with ``status="error"``.
 
 A conversation is LangGraph's thread (``configurable.thread_id``): each has a script
-session. Calls made without a thread share the session of the tools they came from.
+session. A call made without a thread runs in a session of its own, closed after it: a
+graph invoked without a thread keeps no names between its steps, and never hands one
+caller's names to another (give it a thread, or ``session=``, to keep them).
 """
 
 from __future__ import annotations
@@ -56,23 +58,36 @@ class CodeactTool(BaseTool):
             _CALL_ID.reset(token)
 
     def _run(self, config: RunnableConfig, **arguments: Any) -> Any:
-        result = self.dispatcher.call(
-            self.name, arguments, call_id=_CALL_ID.get(), session=self._session_of(config)
-        )
+        session = self._session_of(config)
+        if session is None:
+            result = self.dispatcher.call_alone(
+                self.name, arguments, call_id=_CALL_ID.get(), prefix=self.sessions.prefix
+            )
+        else:
+            result = self.dispatcher.call(
+                self.name, arguments, call_id=_CALL_ID.get(), session=session
+            )
         return _output(result)
 
     async def _arun(self, config: RunnableConfig, **arguments: Any) -> Any:
-        result = await self.dispatcher.acall(
-            self.name, arguments, call_id=_CALL_ID.get(), session=self._session_of(config)
-        )
+        session = self._session_of(config)
+        if session is None:
+            result = await self.dispatcher.acall_alone(
+                self.name, arguments, call_id=_CALL_ID.get(), prefix=self.sessions.prefix
+            )
+        else:
+            result = await self.dispatcher.acall(
+                self.name, arguments, call_id=_CALL_ID.get(), session=session
+            )
         return _output(result)
 
-    def _session_of(self, config: RunnableConfig) -> str:
+    def _session_of(self, config: RunnableConfig) -> str | None:
+        """The thread's session; None for a call with no thread (it runs alone)."""
         configurable = config.get("configurable") or {}
         if self.session is not None:
             return str(self.sessions.named(self.session(config)))
         thread = configurable.get("thread_id")
-        return str(self.sessions.named(str(thread) if thread is not None else "no-thread"))
+        return None if thread is None else str(self.sessions.named(str(thread)))
 
 
 def tools(

@@ -160,3 +160,24 @@ async def test_many_threads_at_once_each_keep_their_own_names_and_close_leaves_n
     with anyio.fail_after(60):
         while children_of(os.getpid()) - before:
             await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_graphs_invoked_without_a_thread_never_share_names(
+    workshop: Workshop, tools: list[Any], how: str
+) -> None:
+    import anyio
+
+    def invoke(agent: Any) -> Any:
+        request = {"messages": [("user", "go")]}
+        if how == "invoke":
+            return agent.invoke(request)
+        return anyio.run(agent.ainvoke, request)
+
+    invoke(create_agent(model(run_code("a1", "secret = 'alice'")), tools))
+    state = invoke(create_agent(model(run_code("b1", "secret")), tools))
+    reply = tool_messages(state["messages"])["b1"]
+    assert reply.status == "error"  # the second caller never sees the first one's names
+    assert "NameError" in reply.content
+    executor = workshop.runtime.executor
+    assert getattr(executor, "_sessions", {}) == {}  # each call's session was closed after it
