@@ -4,13 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest load-check bench clean
+.PHONY: demo test lint typecheck docs pytest load-check bench clean
 
 $(STAMP): pyproject.toml
 	@echo "codeact: installing into $(VENV) (a few minutes on a fresh machine)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,docs]"
 	# Test data only (published function schemas); its runtime dependencies are not needed.
 	$(BIN)/python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
 	touch $(STAMP)
@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(BIN)/python -m codeact.demo
 	$(BIN)/python -m codeact compare
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check codeact stdlib_bindings tests benchmarks examples notebooks
@@ -29,6 +29,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The guides and the reference of every public name, built with warnings as errors.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 # Four test processes on any machine: most tests wait on workers and servers, not the CPU.
 PYTEST_PROCESSES ?= 4
@@ -49,4 +53,4 @@ bench:
 	$(BENCH_VENV)/bin/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .bench-venv .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .bench-venv .pytest_cache .mypy_cache .ruff_cache site

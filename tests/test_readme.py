@@ -8,21 +8,48 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+ROOT = README.parent
+GUIDES = sorted((ROOT / "docs").rglob("*.md"))
+SNIPPETS = [
+    (page, snippet)
+    for page in [README, *GUIDES]
+    for snippet in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+]
 
 
 def test_readme_has_python_snippets() -> None:
-    assert SNIPPETS
+    assert any(page == README for page, _ in SNIPPETS)
+    assert any(page != README for page, _ in SNIPPETS)  # and the guides have theirs
 
 
-@pytest.mark.parametrize("snippet", SNIPPETS)
-def test_readme_snippet_runs(snippet: str, capsys: pytest.CaptureFixture[str]) -> None:
-    exec(compile(snippet, str(README), "exec"), {"__name__": "readme"})
+@pytest.mark.parametrize(
+    ("page", "snippet"), SNIPPETS, ids=lambda value: value.name if isinstance(value, Path) else ""
+)
+def test_readme_snippet_runs(page: Path, snippet: str, capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(snippet, str(page), "exec"), {"__name__": "readme"})
     assert capsys.readouterr().err == ""
 
 
-ROOT = README.parent
-USER_FACING = [README, *sorted((ROOT / "examples").glob("*.py")), ROOT / "codeact" / "demo.py"]
+def test_the_reference_lists_every_public_name() -> None:
+    import codeact
+
+    reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    listed = {line.rsplit(".", 1)[1] for line in reference.splitlines() if line.startswith(":::")}
+    assert listed == set(codeact.__all__) - {"__version__"}
+
+
+def test_every_guide_is_in_the_sites_navigation() -> None:
+    site = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in GUIDES:
+        assert str(page.relative_to(ROOT / "docs")) in site, page
+
+
+USER_FACING = [
+    README,
+    *GUIDES,
+    *sorted((ROOT / "examples").glob("*.py")),
+    ROOT / "codeact" / "demo.py",
+]
 
 
 @pytest.mark.parametrize("path", USER_FACING, ids=lambda path: path.name)

@@ -650,11 +650,11 @@ async def test_a_pending_value_gives_a_script_nothing_to_escape_with(
 def test_the_plan_the_readme_shows_is_what_a_model_reads(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Preview, then commit", 1)[1]
+    guide = (REPO / "docs" / "guides" / "durable.md").read_text(encoding="utf-8")
+    section = guide.split("## Preview, then commit", 1)[1]
     snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
     shown = section.split("```text\n", 1)[1].split("```", 1)[0]
-    exec(compile(snippet, "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(snippet, "durable.md", "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out == shown
 
 
