@@ -70,6 +70,11 @@ class PendingCall:
     arguments: dict[str, JsonValue]
     reason: str
 
+    @property
+    def tool(self) -> str:
+        """The tool called (``name``), as a plan's ``PlannedWrite.tool`` names it."""
+        return self.name
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DurableRun:

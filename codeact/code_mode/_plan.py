@@ -44,6 +44,11 @@ class PlannedWrite:
     loop: int | None = None
     uses: tuple[str, ...] = ()
 
+    @property
+    def name(self) -> str:
+        """The tool called (``tool``), as a ``PendingCall.name`` names it."""
+        return self.tool
+
     def shown(self, limit: int | None = MAX_SHOWN_ARGUMENT_CHARS) -> str:
         """The call as a script writes it, a planned result shown as ``<result of c1.2>``;
         arguments past ``limit`` characters are cut, saying how many (None: never)."""

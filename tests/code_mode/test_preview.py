@@ -879,3 +879,14 @@ async def test_an_approval_given_while_the_record_changed_makes_nothing(tmp_path
     assert result.is_error
     assert "is not waiting to resume" in result.error.message  # its plan was replaced
     assert world.effects == []  # neither the approved plan's write nor the other's
+
+
+async def test_a_planned_write_and_a_pending_call_name_their_tool_alike(tmp_path: Path) -> None:
+    world = World()
+    async with durable_runtime(world_tools(world), tmp_path) as host:
+        plan = await host.preview("pay(account='a', amount=5)", session="p")
+        (write,) = plan.writes
+        assert write.tool == write.name == "pay"
+        (pending,) = host.pending("p")
+        assert pending.name == pending.tool == "pay"
+        assert pending.call_id == write.call_id
