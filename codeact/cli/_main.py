@@ -525,7 +525,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="codeact", description="Let agents act through code.")
     parser.add_argument("--version", action="version", version=f"codeact {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run an action script through run_code")
+    run = commands.add_parser(
+        "run",
+        help="run an action script through run_code",
+        description="Run an action script through run_code.",
+    )
     run.add_argument("script", help="a Python file, or - for standard input")
     _add_tool_options(run)
     _add_run_options(run)
@@ -536,18 +540,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="plan the script's writes first, show the plan and make them only once approved",
     )
     run.set_defaults(parser=run, handler=command_run)
-    schemas = commands.add_parser("schemas", help="print the advertisement for a mode and format")
-    schemas.add_argument("--mode", choices=("native", "code", "both"), default="both")
+    schemas = commands.add_parser(
+        "schemas",
+        help="print the advertisement for a mode and format",
+        description="Print the advertisement for a mode and format.",
+    )
     schemas.add_argument(
-        "--format", choices=("openai", "openai-responses", "anthropic", "plain"), default="plain"
+        "--mode",
+        choices=("native", "code", "both"),
+        default="both",
+        help="how the tools are offered (default: both, as a Runtime offers them)",
+    )
+    schemas.add_argument(
+        "--format",
+        choices=("openai", "openai-responses", "anthropic", "plain"),
+        default="plain",
+        help="whose wire format (default: plain, codeact's own)",
     )
     schemas.add_argument(
         "--strict", action="store_true", help="OpenAI strict schemas where possible"
     )
     _add_tool_options(schemas)
     schemas.set_defaults(parser=schemas, handler=command_schemas)
-    serve = commands.add_parser("serve-mcp", help="serve the tools over MCP on stdin/stdout")
-    serve.add_argument("--mode", choices=("native", "code", "both"), default="code")
+    serve = commands.add_parser(
+        "serve-mcp",
+        help="serve the tools over MCP (stdio, or streamable HTTP with --http)",
+        description="Serve the tools over MCP (stdio, or streamable HTTP with --http).",
+    )
+    serve.add_argument(
+        "--mode",
+        choices=("native", "code", "both"),
+        default="code",
+        help="how the tools are offered to the client (default: code, one run_code tool)",
+    )
     _add_tool_options(serve)
     _add_run_options(serve)
     serve.add_argument(
@@ -590,9 +615,18 @@ def build_parser() -> argparse.ArgumentParser:
         "goes with the server)",
     )
     serve.set_defaults(parser=serve, handler=command_serve_mcp)
-    doctor = commands.add_parser("doctor", help="show which kernel layers confine a worker here")
+    doctor = commands.add_parser(
+        "doctor",
+        help="show which kernel layers confine a worker here",
+        description="Show which kernel layers confine a worker here.",
+    )
     doctor.set_defaults(parser=doctor, handler=command_doctor)
-    compare = commands.add_parser("compare", help="run the task suite in each mode", add_help=False)
+    compare = commands.add_parser(
+        "compare",
+        help="run the task suite in each mode",
+        description="Run the task suite in each mode.",
+        add_help=False,
+    )
     compare.set_defaults(parser=compare, handler=command_compare, rest=[])
     return parser
 

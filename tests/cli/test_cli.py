@@ -499,3 +499,14 @@ def test_ctrl_c_while_a_script_runs_is_one_line_and_exit_130(tmp_path: Path) -> 
             process.communicate()
     assert process.returncode == 130, err
     assert err.strip() == "codeact: interrupted"
+
+
+@pytest.mark.parametrize("command", ["run", "schemas", "serve-mcp", "doctor"])
+def test_each_commands_help_says_what_it_does_and_what_mode_it_defaults_to(command: str) -> None:
+    done = codeact(command, "--help")
+    assert done.returncode == 0
+    described = done.stdout.split("\n\n")[1].strip()  # the paragraph after the usage
+    assert described[0].isupper(), described
+    assert described.endswith("."), described
+    if command in ("schemas", "serve-mcp"):
+        assert "(default:" in done.stdout.split("--mode {native,code,both}", 2)[2][:200]
