@@ -545,12 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the advertisement for a mode and format",
         description="Print the advertisement for a mode and format.",
     )
-    schemas.add_argument(
-        "--mode",
-        choices=("native", "code", "both"),
-        default="both",
-        help="how the tools are offered (default: both, as a Runtime offers them)",
-    )
+    _add_mode_option(schemas, "both", "as a Runtime offers them")
     schemas.add_argument(
         "--format",
         choices=("openai", "openai-responses", "anthropic", "plain"),
@@ -567,12 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the tools over MCP (stdio, or streamable HTTP with --http)",
         description="Serve the tools over MCP (stdio, or streamable HTTP with --http).",
     )
-    serve.add_argument(
-        "--mode",
-        choices=("native", "code", "both"),
-        default="code",
-        help="how the tools are offered to the client (default: code, one run_code tool)",
-    )
+    _add_mode_option(serve, "code", "one run_code tool")
     _add_tool_options(serve)
     _add_run_options(serve)
     serve.add_argument(
@@ -629,6 +619,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.set_defaults(parser=compare, handler=command_compare, rest=[])
     return parser
+
+
+def _add_mode_option(parser: argparse.ArgumentParser, default: str, why: str) -> None:
+    parser.add_argument(
+        "--mode",
+        choices=("native", "code", "both"),
+        default=default,
+        help=f"how the tools are offered (default: {default}, {why})",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
