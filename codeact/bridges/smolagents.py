@@ -55,7 +55,7 @@ class RunCodeTool(Tool):
 
     def forward(self, **arguments: Any) -> Any:
         result = self._dispatcher.call(self.name, arguments, call_id=None, session=self._session)
-        return _output(result)
+        return _output(result, value=self.name != RUN_CODE)
 
 
 def tools(source: ToolSource, *, mode: Mode | str | None = None) -> list[Tool]:
@@ -84,14 +84,17 @@ def _inputs(parameters: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _output(result: ToolExecutionResult) -> Any:
-    """The result's text; with an image, smolagents' own image type (its agent stores it
-    and tells the model so)."""
+def _output(result: ToolExecutionResult, *, value: bool = False) -> Any:
+    """The result's text (run_code's, which a model reads) or, for a native tool, its
+    value (a CodeAgent's code computes with ``price('tea')``, not with the text "3.5");
+    with an image, smolagents' own image type (its agent stores it and tells the model so)."""
     if result.is_error:
         raise ToolError(result.text)
     pictures = images(result)
     if pictures:
         return AgentImage(base64.b64decode(pictures[0].data))
+    if value:
+        return thaw(result.value)
     return text_of(result)
 
 

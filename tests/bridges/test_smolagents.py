@@ -180,3 +180,21 @@ def test_a_code_agent_that_continues_its_conversation_keeps_its_names() -> None:
         assert agent.run("use", reset=False) == 42
     finally:
         agent.cleanup()
+
+
+def test_native_codeact_tools_give_a_code_agent_values_not_text() -> None:
+    from codeact import tool as codeact_tool
+
+    @codeact_tool
+    def price(item: str) -> float:
+        """Price of an item in euros."""
+        return {"tea": 3.5, "cake": 4.25}[item]
+
+    model = ScriptedModel([code("final_answer(price(item='tea') * 2)")])
+    found = smolagents.tools([price], mode="native")
+    agent = CodeAgent(tools=found, model=model, max_steps=2)
+    try:
+        assert agent.run("twice the tea") == 7.0  # computed with the value: 3.5, not "3.5"
+    finally:
+        agent.cleanup()
+        found[0]._dispatcher.runtime.close()
