@@ -6,6 +6,7 @@ rendered blocks a model reads. Different code makes each, so neither parses the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -82,6 +83,18 @@ class ResourceLinkBlock:
 ContentBlock: TypeAlias = TextBlock | ImageBlock | AudioBlock | ResourceBlock | ResourceLinkBlock
 
 
+def joined_text(content: Sequence[ContentBlock]) -> str:
+    """The blocks' text in order; a media block's line only where the text before it does
+    not already name it (a value holding an image names it where the image was)."""
+    lines: list[str] = []
+    for block in content:
+        line = block.text
+        if not isinstance(block, TextBlock) and any(line in said for said in lines):
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolFailure:
     """Why a call failed: a message the model can act on and a stable code."""
@@ -104,7 +117,7 @@ class ToolExecutionSuccess:
     @property
     def text(self) -> str:
         """All text blocks joined, as a model would read them."""
-        return "\n".join(block.text for block in self.content)
+        return joined_text(self.content)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (mutable copies), for logs, APIs and ``json.dumps``."""
@@ -132,7 +145,7 @@ class ToolExecutionFailure:
     @property
     def text(self) -> str:
         """All text blocks joined, as a model would read them."""
-        return "\n".join(block.text for block in self.content)
+        return joined_text(self.content)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (mutable copies), for logs, APIs and ``json.dumps``."""

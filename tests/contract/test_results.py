@@ -65,3 +65,24 @@ def test_the_repr_reads_as_json_data_and_names_media() -> None:
     )
     picture = anyio.run(made.execute, ToolCall("c3", "snapshot", {}))
     assert repr(picture).endswith("media=['image'])")
+
+
+def test_an_image_is_named_once_in_a_results_text() -> None:
+    import base64
+
+    from codeact import ImageBlock, Runtime, ToolCall, tool
+    from codeact.executors._in_process import InProcessExecutor
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 20).decode()
+
+    @tool
+    def snap() -> ImageBlock:
+        """Take a picture."""
+        return ImageBlock(data=png, mime_type="image/png")
+
+    with Runtime([snap], executor=InProcessExecutor()) as runtime:
+        native = runtime.execute_sync(ToolCall("c1", "snap", {}))
+        scripted = runtime.execute_sync(ToolCall("c2", "run_code", {"code": "snap()"}))
+    for result in (native, scripted):
+        assert result.text.count("[image image/png, 30 bytes]") == 1, result.text
+        assert any(isinstance(block, ImageBlock) for block in result.content)  # still sent
