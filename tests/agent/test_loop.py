@@ -471,6 +471,7 @@ STEPS_ZYGOTE = textwrap.dedent(
     @tool
     def step(n: int) -> int:
         '''One small step, with an effect that takes a moment.'''
+        print("step", flush=True)  # the test kills the process at a step it chose
         time.sleep(0.01)
         return n + 1
 
@@ -525,9 +526,16 @@ def test_an_agent_killed_at_random_points_resumes_with_one_result_per_call(
             zygote.stdin.flush()
             said, pid = zygote.stdout.readline().split()
             assert said == "started"
-            time.sleep(chooser.uniform(0.0, 0.4))  # a random point of the conversation
+            # a random point of the conversation: inside a tool call (a step just began),
+            # or between calls and turns (a moment later); counted, not timed
+            for _ in range(chooser.randint(1, 60)):
+                assert zygote.stdout.readline().strip() == "step"
+            if chooser.random() < 0.5:
+                time.sleep(chooser.uniform(0.0, 0.02))
             os.kill(int(pid), signal.SIGKILL)
-            assert zygote.stdout.readline().strip() == "ended"
+            while (line := zygote.stdout.readline().strip()) == "step":
+                pass  # steps printed before the kill landed
+            assert line == "ended"
             session = Session.resume(JsonlStore(store_path))  # always loads
             interrupted_scripts += any(c.parent for c in session.open_calls(nested=True))
             registry = ToolRegistry()

@@ -180,7 +180,7 @@ def test_openai_adapter_survives_429_500_drops_malformed_and_slow_responses(serv
         ("status", (500, b'{"error": "boom"}')),
         ("drop", None),
         ("status", (200, b"{not json")),
-        ("slow", 1.0),
+        ("slow", 6.0),
         ("stream", openai_tool_call()),
         ("stream", openai_text("It is 9.")),
     ]
@@ -189,7 +189,7 @@ def test_openai_adapter_survives_429_500_drops_malformed_and_slow_responses(serv
         model="m",
         base_url=f"{server}/v1",
         api_key="k",
-        timeout=0.4,
+        timeout=2.0,  # far past a loaded machine's answer, far short of the slow one's
         stream=True,
         on_delta=deltas.append,
     )
