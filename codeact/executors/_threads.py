@@ -85,6 +85,9 @@ class SessionThread:
                 outcome = (False, error)
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(_settle, future, outcome)
+            # An idle thread holds nothing of the last job: its context copy can reach the
+            # caller's agent and runtime, which would then outlive the caller's last reference.
+            del job, function, context, loop, future, outcome
 
 
 _STACK_SIZE_LOCK = threading.Lock()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import anyio
 import pytest
 
 pytest.importorskip("pydantic_ai")
@@ -122,3 +123,45 @@ async def test_native_tools_sit_beside_run_code_in_both_mode(workshop: Workshop)
     await agent.run("go")
     assert returns(seen[-1])["n1"] == "3"
     assert workshop.ids_of("add") == ["n1"]
+
+
+@pytest.mark.anyio
+async def test_a_dropped_agent_built_in_one_line_leaves_no_runtime_and_no_worker() -> None:
+    import gc
+    import weakref
+    from pathlib import Path
+
+    from codeact import tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    tools = pydantic_ai.toolset([add])  # the one-liner: the toolset owns its runtime
+    model, seen = steps_model([("a1", FIRST)])
+    # named: an unnamed Agent reads its caller's frame locals for a name, and on Python
+    # 3.11 that snapshot keeps this function's names alive past their ``del``
+    agent = Agent(model, toolsets=[tools], name="shop")
+    assert (await agent.run("go")).output == "done"
+    assert "Result: 5" in returns(seen[-1])["a1"]
+    runtime = tools._dispatcher.runtime
+    (worker,) = runtime.executor.workers  # type: ignore[attr-defined]
+    pid = worker.pid
+    collected = weakref.ref(runtime)
+    del agent, tools, runtime, worker, model, seen
+    gc.collect()
+    # nothing (an idle session thread's copy of this task's context, say) keeps it alive
+    assert collected() is None
+    with anyio.fail_after(60):  # closing the collected runtime ends its worker
+        while Path(f"/proc/{pid}").exists() and "\nState:\tZ" not in _status(pid):
+            await anyio.sleep(0.05)
+
+
+def _status(pid: int) -> str:
+    from pathlib import Path
+
+    try:
+        return Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "\nState:\tZ"

@@ -95,3 +95,26 @@ async def test_a_closed_thread_ends_and_refuses_new_jobs() -> None:
             await anyio.sleep(0.02)
     with pytest.raises(RuntimeError, match="closed"):
         await thread.run(lambda: 2)
+
+
+class Held:
+    """Something only a job's context refers to (an agent, say, behind a context variable)."""
+
+
+async def test_an_idle_thread_keeps_nothing_of_its_last_job_alive() -> None:
+    import gc
+    import weakref
+
+    thread = SessionThread("test-holds-nothing")
+    held = Held()
+    token = REQUEST.set(held)  # type: ignore[arg-type]
+    try:
+        assert await thread.run(lambda: REQUEST.get() is held)
+        REQUEST.reset(token)
+        gone = weakref.ref(held)
+        del held
+        gc.collect()
+        assert any(t.name == "test-holds-nothing" for t in threading.enumerate())  # still idle
+        assert gone() is None, "the idle thread still refers to its last job's context"
+    finally:
+        thread.close()
