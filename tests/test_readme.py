@@ -34,8 +34,16 @@ def test_the_reference_lists_every_public_name() -> None:
     import codeact
 
     reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
-    listed = {line.rsplit(".", 1)[1] for line in reference.splitlines() if line.startswith(":::")}
-    assert listed == set(codeact.__all__) - {"__version__"}
+    entries = [line[4:] for line in reference.splitlines() if line.startswith("::: ")]
+    names = {entry.rsplit(".", 1)[1] for entry in entries if not entry.startswith(BRIDGES)}
+    assert names == set(codeact.__all__) - {"__version__"}
+    bridges = {path.stem for path in (ROOT / "codeact" / "bridges").glob("[!_]*.py")}
+    assert {entry.removeprefix(BRIDGES) for entry in entries if entry.startswith(BRIDGES)} == (
+        bridges
+    )
+
+
+BRIDGES = "codeact.bridges."
 
 
 def test_every_guide_is_in_the_sites_navigation() -> None:

@@ -18,8 +18,10 @@ import io
 import itertools
 import json
 import keyword
+import sys
 import uuid
 from collections.abc import Mapping
+from types import FrameType
 from typing import Any
 
 from smolagents import AgentImage, Tool
@@ -115,7 +117,10 @@ class CodeactExecutor(PythonExecutor):
 
     def send_tools(self, tools: dict[str, Tool]) -> None:
         """Bind the agent's tools; the same tools again (every run sends them) keep the
-        runtime, so a run that continues a conversation keeps the script's names."""
+        runtime, so a run that continues a conversation (``reset=False``) keeps the
+        script's names, and a run that starts one (``reset=True``) starts without them."""
+        if _run_resets(sys._getframe(1)):
+            self._new_session()
         sent = tuple((name, id(found)) for name, found in tools.items())
         if self._runtime is not None and sent == self._sent:
             return
@@ -155,6 +160,13 @@ class CodeactExecutor(PythonExecutor):
         assert isinstance(value, Mapping)
         return CodeOutput(output=thaw(value.get("result")), logs=logs, is_final_answer=False)
 
+    def _new_session(self) -> None:
+        """The next script starts without names; the previous session's worker goes."""
+        previous, self._session = self._session, f"smolagents-code-{uuid.uuid4().hex[:12]}"
+        if self._runtime is not None:
+            runtime = self._runtime
+            runtime._blocking().call(lambda: runtime.close_session(previous))
+
     def cleanup(self) -> None:
         if self._runtime is not None:
             self._runtime.close()
@@ -182,6 +194,16 @@ class CodeactExecutor(PythonExecutor):
         return CodeactTool.from_schema(
             name=name, description=found.description, parameters=parameters, function=call
         )
+
+
+def _run_resets(caller: FrameType | None) -> bool:
+    """Does the agent run sending the tools start a new conversation? smolagents tells an
+    executor nothing of it, but ``MultiStepAgent.run`` sends the tools itself with its
+    ``reset`` argument in scope; any other caller resets nothing."""
+    if caller is None or caller.f_code.co_name != "run":
+        return False
+    found = caller.f_locals.get("reset")
+    return found is True
 
 
 def _is_json(value: Any) -> bool:

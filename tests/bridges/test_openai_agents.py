@@ -152,3 +152,83 @@ def test_a_runtimes_chosen_mode_is_what_the_agent_is_offered(workshop: Workshop)
     finally:
         native.close()
         both.close()
+
+
+@pytest.mark.anyio
+async def test_runs_sharing_an_sdk_session_or_conversation_id_share_one_script_session(
+    workshop: Workshop,
+) -> None:
+    from agents import SQLiteSession
+
+    tools = openai_agents.tools(workshop.runtime)
+
+    async def two_runs(**arguments: Any) -> ScriptedModel:
+        first = ScriptedModel([run_code("a1", FIRST), answer])
+        await openai_agents.run(Agent(name="one", model=first, tools=tools), "go", **arguments)
+        second = ScriptedModel([run_code("a2", SECOND), answer])
+        await openai_agents.run(Agent(name="two", model=second, tools=tools), "go", **arguments)
+        return second
+
+    alice = SQLiteSession("alice")  # the SDK's own memory of a conversation
+    assert "Result: 15" in outputs(await two_runs(session=alice))["a2"]
+    assert "Result: 15" in outputs(await two_runs(conversation_id="conv_7"))["a2"]
+    # another SDK session is another conversation: `total` is not there
+    bob = SQLiteSession("bob")
+    third = ScriptedModel([run_code("b1", SECOND), answer])
+    await openai_agents.run(Agent(name="b", model=third, tools=tools), "go", session=bob)
+    assert "NameError" in outputs(third)["b1"]
+    # without a name, a run is still a conversation of its own
+    fourth = ScriptedModel([run_code("n1", SECOND), answer])
+    await openai_agents.run(Agent(name="n", model=fourth, tools=tools), "go")
+    assert "NameError" in outputs(fourth)["n1"]
+
+
+@pytest.mark.anyio
+async def test_runs_started_inside_a_named_conversation_through_runner_share_names(
+    workshop: Workshop,
+) -> None:
+    tools = openai_agents.tools(workshop.runtime)
+    with openai_agents.conversation("ticket-42"):
+        first = ScriptedModel([run_code("t1", FIRST), answer])
+        await Runner.run(Agent(name="one", model=first, tools=tools), "go")
+        second = ScriptedModel([run_code("t2", SECOND), answer])
+        await Runner.run(Agent(name="two", model=second, tools=tools), "go")
+    assert "Result: 15" in outputs(second)["t2"]
+    outside = ScriptedModel([run_code("o1", SECOND), answer])
+    await Runner.run(Agent(name="out", model=outside, tools=tools), "go")
+    assert "NameError" in outputs(outside)["o1"]
+
+
+def test_run_sync_names_the_conversation_from_the_sdk_session(workshop: Workshop) -> None:
+    from agents import SQLiteSession
+
+    tools = openai_agents.tools(workshop.runtime)
+    carol = SQLiteSession("carol")
+    first = ScriptedModel([run_code("s1", FIRST), answer])
+    openai_agents.run_sync(Agent(name="one", model=first, tools=tools), "go", session=carol)
+    second = ScriptedModel([run_code("s2", SECOND), answer])
+    openai_agents.run_sync(Agent(name="two", model=second, tools=tools), "go", session=carol)
+    assert "Result: 15" in outputs(second)["s2"]
+
+
+@pytest.mark.anyio
+async def test_run_streamed_keeps_the_conversation_while_it_streams(workshop: Workshop) -> None:
+    from agents import SQLiteSession
+    from agents.testing import ModelStep
+    from agents.testing import ScriptedModel as SdkScriptedModel
+
+    tools = openai_agents.tools(workshop.runtime)
+    dana = SQLiteSession("dana")
+    finals = []
+    for call_id, code in (("d1", FIRST), ("d2", SECOND)):
+        # the SDK's own test model, streaming: a run_code call, then the tool's output back
+        model = SdkScriptedModel(
+            [run_code(call_id, code)([]), ModelStep.respond(lambda call: answer(call.input))]
+        )
+        agent = Agent(name="streamer", model=model, tools=tools)
+        streamed = openai_agents.run_streamed(agent, "go", session=dana)
+        async for _ in streamed.stream_events():
+            pass
+        finals.append(streamed.final_output)
+    assert "Result: 5" in finals[0]
+    assert "Result: 15" in finals[1]  # the second run saw the first one's `total`

@@ -198,3 +198,25 @@ def test_native_codeact_tools_give_a_code_agent_values_not_text() -> None:
     finally:
         agent.cleanup()
         found[0]._dispatcher.runtime.close()
+
+
+def test_a_code_agent_run_with_reset_starts_without_the_previous_names() -> None:
+    model = ScriptedModel(
+        [
+            code("kept = 7\nfinal_answer('set')"),
+            code("final_answer(kept * 6)"),
+            code("final_answer('fresh')"),
+        ]
+    )
+    executor = smolagents.CodeactExecutor()
+    agent = CodeAgent(tools=[], model=model, executor=executor, max_steps=2)
+    try:
+        assert agent.run("set") == "set"
+        first = executor._session
+        assert agent.run("use", reset=True) == "fresh"  # the first try met no `kept`
+        errors = [str(step.error) for step in agent.memory.steps if getattr(step, "error", None)]
+        assert any("NameError" in error and "kept" in error for error in errors)
+        assert executor._runtime is not None
+        assert executor._runtime.executor.session_worker(first) is None  # its worker went
+    finally:
+        agent.cleanup()
