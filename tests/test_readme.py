@@ -32,11 +32,14 @@ def test_readme_snippet_runs(page: Path, snippet: str, capsys: pytest.CaptureFix
 
 def test_the_reference_lists_every_public_name() -> None:
     import codeact
+    import codeact.mcp
 
     reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
     entries = [line[4:] for line in reference.splitlines() if line.startswith("::: ")]
     names = {entry.rsplit(".", 1)[1] for entry in entries if not entry.startswith(BRIDGES)}
-    assert names == set(codeact.__all__) - {"__version__"}
+    mcp_names = {entry.rsplit(".", 1)[1] for entry in entries if entry.startswith(MCP)}
+    assert names - mcp_names == set(codeact.__all__) - {"__version__"}
+    assert mcp_names == set(codeact.mcp.__all__)
     bridges = {path.stem for path in (ROOT / "codeact" / "bridges").glob("[!_]*.py")}
     assert {entry.removeprefix(BRIDGES) for entry in entries if entry.startswith(BRIDGES)} == (
         bridges
@@ -44,6 +47,7 @@ def test_the_reference_lists_every_public_name() -> None:
 
 
 BRIDGES = "codeact.bridges."
+MCP = "codeact.mcp."
 
 
 def test_every_guide_is_in_the_sites_navigation() -> None:

@@ -30,6 +30,7 @@ from ._parser import Parser, non_negative, positive, quiet_on_closed_pipe
 if TYPE_CHECKING:
     from ..code_mode._durable import Durable
     from ..contract._policy import Policy
+    from ..mcp._stopping import Stopping
     from ..runtime._modes import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -328,6 +329,7 @@ def command_compare(options: argparse.Namespace) -> int:
 
 def command_serve_mcp(options: argparse.Namespace) -> int:
     from ..mcp._server import mcp_server, serve_stdio
+    from ..mcp._stopping import Stopping
     from ..runtime._modes import Runtime
 
     registry = build_registry(options, later=True)
@@ -342,8 +344,10 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
         runtime = Runtime(
             registry, mode=options.mode, executor=make_executor(options, durable), durable=durable
         )
+        stopping = Stopping()
         server = mcp_server(
             runtime,
+            stopping=stopping,
             mode=options.mode,
             json_text=options.json_text,
             idle_seconds=options.idle_seconds,
@@ -372,6 +376,7 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
                     max_sessions_per_client=options.max_sessions_per_client,
                     idle_seconds=options.idle_seconds,
                     note=empty,
+                    stopping=stopping,
                 )
             )
         else:
@@ -379,8 +384,8 @@ def command_serve_mcp(options: argparse.Namespace) -> int:
             async def serve() -> None:
                 # warm workers and the idle reaper while serving
                 async with runtime, anyio.create_task_group() as tasks:
-                    tasks.start_soon(_stop_on_signal, runtime)
-                    await serve_stdio(server)
+                    tasks.start_soon(_stop_on_signal, runtime, stopping)
+                    await serve_stdio(server, stopping)
                     tasks.cancel_scope.cancel()
 
             anyio.run(serve)
@@ -417,12 +422,14 @@ def _recorded(options: argparse.Namespace, registry: ToolRegistry) -> Iterator[D
         yield Durable(lambda session: SqliteStore(path, session))
 
 
-async def _stop_on_signal(runtime: Runtime) -> None:
-    """SIGTERM or SIGINT: close every worker, then leave. The thread reading stdin cannot
-    be cancelled (it may wait for ever), so the process exits rather than waiting on it."""
+async def _stop_on_signal(runtime: Runtime, stopping: Stopping) -> None:
+    """SIGTERM or SIGINT: answer the calls in flight, close every worker, then leave. The
+    thread reading stdin cannot be cancelled (it may wait for ever), so the process exits
+    rather than waiting on it."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for _number in signals:
             with anyio.CancelScope(shield=True):
+                await stopping.stop()
                 await runtime.aclose()
             os._exit(EXIT_OK)
 

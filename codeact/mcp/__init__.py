@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._bridge import MCPConnection
     from ._server import mcp_server, serve_stdio
+    from ._stopping import Stopping
     from ._tasks import TaskClient
 
 _WHERE = {
     "MCPConnection": "._bridge",
+    "Stopping": "._stopping",
     "TaskClient": "._tasks",
     "mcp_server": "._server",
     "serve_stdio": "._server",
@@ -30,4 +32,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["MCPConnection", "TaskClient", "mcp_server", "serve_stdio"]
+__all__ = ["MCPConnection", "Stopping", "TaskClient", "mcp_server", "serve_stdio"]

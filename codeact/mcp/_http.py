@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..runtime._modes import Runtime
+from ._stopping import Stopping
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -214,11 +215,19 @@ async def serve_http(
     max_sessions_per_client: int = MAX_SESSIONS_PER_CLIENT,
     idle_seconds: float = IDLE_SECONDS,
     note: str = "",
+    stopping: Stopping | None = None,
 ) -> None:
     """Serve ``server`` (an MCP ``Server`` over ``runtime``) on ``host:port`` until SIGTERM
     or SIGINT; the runtime is entered for the server's life and closed after it. One
-    line on standard error says where, with ``note`` after it."""
+    line on standard error says where, with ``note`` after it. ``stopping`` (the one the
+    server was made with) answers the calls in flight before the connections close."""
     import uvicorn
+
+    class AnsweringServer(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            if stopping is not None:  # while their connections are still open
+                await stopping.stop()
+            await super().shutdown(sockets)
 
     app = server.streamable_http_app(
         host=host, max_sessions=max_sessions, session_idle_timeout=idle_seconds
@@ -227,7 +236,7 @@ async def serve_http(
         app, runtime, per_client=max_sessions_per_client, idle_seconds=idle_seconds
     )
     config = uvicorn.Config(limited, host=host, port=port, log_level="warning", lifespan="on")
-    http = uvicorn.Server(config)
+    http = AnsweringServer(config)
     async with runtime:  # the warm pool, the idle reaper, and every worker closed at the end
         prepare = getattr(runtime.executor, "prepare", None)
         if prepare is not None:  # the first clients' workers fork from the template

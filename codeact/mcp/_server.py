@@ -23,6 +23,7 @@ from mcp.server.stdio import stdio_server
 from ..code_mode._durable import PendingCall, ReplayDiverged
 from ..code_mode._run_code import PERSIST_SENTENCE, RUN_CODE
 from ..contract import _results as blocks
+from ..contract._abort import AbortSignal
 from ..contract._call import ToolCall
 from ..contract._exceptions import ErrorCode, UsageError
 from ..contract._json import dumps, thaw
@@ -51,6 +52,7 @@ from ._sessions import (
     ScriptSessions,
     handle_guide,
 )
+from ._stopping import SHUTTING_DOWN, Stopping
 from ._tasks import AFTER_SECONDS, TASKS, TaskBoard, TaskControl
 
 SESSION_ARGUMENT = "session"
@@ -69,6 +71,7 @@ def mcp_server(
     handles_per_client: int = MAX_SESSIONS_PER_CLIENT,
     task_after_seconds: float = AFTER_SECONDS,
     request_state: RequestStateSecurity | None = None,
+    stopping: Stopping | None = None,
 ) -> Server[Any]:
     """An MCP server offering ``runtime``'s tools as advertised in ``mode``.
 
@@ -83,6 +86,7 @@ def mcp_server(
     ``idle_seconds`` unused. A call from a client that declares the tasks extension and
     runs longer than ``task_after_seconds`` becomes a task. ``request_state`` protects
     the state of approval questions (default: a key made now, held by this process).
+    ``stopping.stop()`` answers every call in flight that the server is shutting down.
     """
     sessions = ScriptSessions(
         runtime.close_session,
@@ -91,7 +95,9 @@ def mcp_server(
         idle_seconds=idle_seconds,
     )
     board = TaskBoard(after_seconds=task_after_seconds)
-    serving = _Serving(runtime, mode=mode, sessions=sessions, json_text=json_text)
+    serving = _Serving(
+        runtime, mode=mode, sessions=sessions, json_text=json_text, stopping=stopping
+    )
 
     async def list_tools(
         context: Any, params: types.PaginatedRequestParams | None
@@ -112,6 +118,8 @@ def mcp_server(
     async def call_tool(context: Any, params: types.CallToolRequestParams) -> Any:
         if params.name not in runtime.advertised(mode):  # the spec's protocol error
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        if serving.stopping.stopped:
+            return _refusal(f"Error [ABORTED]: {SHUTTING_DOWN}; call again once it is back")
         try:
             work = await serving.prepare(context, params)
         except HandleRefused as refusal:
@@ -141,8 +149,10 @@ class _Serving:
         mode: Mode | str | None,
         sessions: ScriptSessions,
         json_text: bool,
+        stopping: Stopping | None = None,
     ) -> None:
         self.runtime = runtime
+        self.stopping = stopping or Stopping()
         self.mode = mode
         self.sessions = sessions
         self.json_text = json_text
@@ -213,10 +223,15 @@ class _Call:
         self.asking = asking
         self.resuming = resuming
         self.answers = answers or {}
+        self.abort: AbortSignal | None = None  # while it runs: how the server stops it
 
     async def directly(self) -> types.CallToolResult | types.InputRequiredResult:
         """Within the request: a question goes back as the result (2026-07-28) or is put
         to the client mid-call (handshake era)."""
+        with self.serving.stopping.call() as self.abort:
+            return await self._directly()
+
+    async def _directly(self) -> types.CallToolResult | types.InputRequiredResult:
         try:
             result = await self._first()
             for _ in range(MAX_ASKING_ROUNDS):
@@ -242,6 +257,10 @@ class _Call:
 
     async def as_task(self, control: TaskControl | None) -> types.CallToolResult:
         """In a task: a question turns the task ``input_required`` until tasks/update."""
+        with self.serving.stopping.call() as self.abort:
+            return await self._as_task(control)
+
+    async def _as_task(self, control: TaskControl | None) -> types.CallToolResult:
         try:
             result = await self._first()
             while (waiting := self._waiting(result)) and self.asking and control is not None:
@@ -254,7 +273,7 @@ class _Call:
     async def _first(self) -> ToolExecutionResult:
         if self.resuming is None:
             return await self.runtime.execute(
-                self.call, mode=self.serving.mode, session=self.placement.session
+                self.call, mode=self.serving.mode, session=self.placement.session, abort=self.abort
             )
         if self.call.name == RUN_CODE:
             waiting = {call.call_id for call in self.runtime.pending(self.placement.session)}
@@ -271,12 +290,12 @@ class _Call:
             try:
                 again = ToolCall(asked[0], self.call.name, self.call.arguments)
                 return await self.runtime.execute(
-                    again, mode=self.serving.mode, session=self.placement.session
+                    again, mode=self.serving.mode, session=self.placement.session, abort=self.abort
                 )
             finally:
                 DECIDED.reset(token)
         try:
-            return await self.runtime.resume(self.placement.session, decided)
+            return await self.runtime.resume(self.placement.session, decided, abort=self.abort)
         except (ReplayDiverged, UsageError) as error:
             return failure(self.call.id, RUN_CODE, ErrorCode.REPLAY_DIVERGED, str(error))
 
@@ -396,9 +415,12 @@ def _object_schema(tool: Tool | None) -> dict[str, Any] | None:
     return None
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve one MCP connection over this process's stdin and stdout."""
+async def serve_stdio(server: Server[Any], stopping: Stopping | None = None) -> None:
+    """Serve one MCP connection over this process's stdin and stdout; ``stopping`` (the
+    server's) learns when its answers are written."""
     async with stdio_server() as (read_stream, write_stream):
+        if stopping is not None:
+            stopping.watch(write_stream)
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -204,10 +206,16 @@ def test_run_sync_names_the_conversation_from_the_sdk_session(workshop: Workshop
 
     tools = openai_agents.tools(workshop.runtime)
     carol = SQLiteSession("carol")
-    first = ScriptedModel([run_code("s1", FIRST), answer])
-    openai_agents.run_sync(Agent(name="one", model=first, tools=tools), "go", session=carol)
-    second = ScriptedModel([run_code("s2", SECOND), answer])
-    openai_agents.run_sync(Agent(name="two", model=second, tools=tools), "go", session=carol)
+    try:
+        first = ScriptedModel([run_code("s1", FIRST), answer])
+        openai_agents.run_sync(Agent(name="one", model=first, tools=tools), "go", session=carol)
+        second = ScriptedModel([run_code("s2", SECOND), answer])
+        openai_agents.run_sync(Agent(name="two", model=second, tools=tools), "go", session=carol)
+    finally:  # the SDK leaves the thread's default loop open on purpose; the test closes it
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            asyncio.get_event_loop_policy().get_event_loop().close()
+        asyncio.set_event_loop(None)
     assert "Result: 15" in outputs(second)["s2"]
 
 

@@ -257,3 +257,111 @@ async def test_clients_that_vanish_are_freed_within_the_idle_limit(server: Any) 
         lambda: (len(descendants_of(pid)), len(worker_folders_of(pid))), want=start
     )
     assert counts == start
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_stdio_server_answers_the_call_in_flight_that_it_is_shutting_down(
+    tmp_path: Any, stop: signal.Signals
+) -> None:
+    import json
+    import queue
+    import subprocess
+    import threading
+
+    ledger = tmp_path / "ledger"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codeact", "serve-mcp", "--tools", "tests.cli_ledger_tools:TOOLS"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO), "CODEACT_TEST_LEDGER": str(ledger)},
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    lines: queue.Queue[bytes] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout])  # type: ignore[union-attr]
+    reader.start()  # type: ignore[union-attr]
+
+    def send(message: dict[str, Any]) -> None:
+        process.stdin.write(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+
+    def answer_to(number: int) -> dict[str, Any]:
+        while True:  # a generous bound on each line: the test fails, it never hangs
+            message = json.loads(lines.get(timeout=120))
+            if message.get("id") == number:
+                return message  # type: ignore[no-any-return]
+
+    try:
+        send(_initialize())
+        assert "result" in answer_to(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        busy = 'log_note(text="started")\nwhile True:\n    pass'
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "run_code", "arguments": {"code": busy}},
+            }
+        )
+        waited = threading.Event()
+        for _ in range(1200):  # a bounded wait (two minutes) for the script to be running
+            if ledger.exists() and ledger.read_text():
+                break
+            waited.wait(0.1)
+        assert ledger.read_text(), "the script never started"
+        workers = descendants_of(process.pid)
+        process.send_signal(stop)
+        answer = answer_to(2)["result"]
+        assert process.wait(60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdin.close()
+        reader.join(60)  # it ends at the pipe's end, which came with the process's
+        process.stdout.close()
+    assert answer["isError"] is True
+    text = " ".join(block["text"] for block in answer["content"])
+    assert "ABORTED" in text, text
+    assert "the server is shutting down" in text
+    assert worker_folders_of(process.pid) == []
+    assert all(_zombie(p) for p in workers if os.path.exists(f"/proc/{p}"))
+
+
+async def test_a_stopped_http_server_answers_the_call_in_flight_that_it_is_shutting_down(
+    tmp_path: Any,
+) -> None:
+    ledger = tmp_path / "ledger"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "codeact", "serve-mcp", "--http", f"127.0.0.1:{port}"]
+    process = await anyio.open_process(
+        [*command, "--tools", "tests.cli_ledger_tools:TOOLS"],
+        env={**os.environ, "PYTHONPATH": str(REPO), "CODEACT_TEST_LEDGER": str(ledger)},
+    )
+    answers: list[Any] = []
+    try:
+        await wait_until_listening(port)
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+
+            async def call() -> None:
+                busy = 'log_note(text="started")\nwhile True:\n    pass'
+                answers.append(await client.call_tool("run_code", {"code": busy}))
+
+            with anyio.fail_after(120):  # generous: the test fails, it never hangs
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(call)
+                    while not (ledger.exists() and ledger.read_text()):
+                        await anyio.sleep(0.05)  # the script is running
+                    process.send_signal(signal.SIGTERM)
+                await process.wait()
+    finally:
+        await stopped(process)
+    assert process.returncode == 0
+    (answer,) = answers
+    assert answer.is_error
+    assert "the server is shutting down" in answer.content[0].text
+    assert worker_folders_of(process.pid) == []
