@@ -11,8 +11,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev,docs]"
-	# Test data only (published function schemas); its runtime dependencies are not needed.
-	$(BIN)/python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
+	# Test data only (published function schemas): unpacked beside the environment, not
+	# installed into it, so its unmet requirements never trouble a later pip install.
+	$(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/test-data "bfcl-eval==2026.3.23"
 	touch $(STAMP)
 
 demo: $(STAMP)

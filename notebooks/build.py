@@ -65,6 +65,31 @@ SUITE = [
         "assert all(value == 1.0 for value in success.values()), success\n"
         "success",
     ),
+    (
+        "markdown",
+        "## What the figures say\n\n"
+        "Every style solved every task (the model knows the plan), so what differs is the "
+        "cost of getting there. `round_trips` counts the model's turns: native calling "
+        "needs one per dependent step, `native-parallel` batches the independent ones, and "
+        "a code-mode script chains all of them in one turn (the second turn reads the "
+        "result). `tool_calls` is the same in every style: the same work is done. "
+        "`prompt_tokens` adds up what the model is sent over all its turns, so fewer turns "
+        "mean less history sent again. `seconds` is the runtime's own time, milliseconds "
+        "without a model; with a real one, each round trip adds the model's latency. The "
+        "next cell says it in this run's numbers.",
+    ),
+    (
+        "code",
+        "summary = comparison.summary()\n"
+        "native, code = summary['native'], summary['code']\n"
+        "print(f\"Code mode: {code['round_trips'].mean:.2f} round trips per task against \"\n"
+        "      f\"native's {native['round_trips'].mean:.2f} \"\n"
+        "      f\"({native['round_trips'].mean / code['round_trips'].mean:.1f}x fewer), and \"\n"
+        "      f\"{code['prompt_tokens'].mean:,.0f} prompt tokens against \"\n"
+        "      f\"{native['prompt_tokens'].mean:,.0f} \"\n"
+        "      f\"({native['prompt_tokens'].mean / code['prompt_tokens'].mean:.1f}x fewer), \"\n"
+        "      f\"for the same {code['tool_calls'].mean:.2f} tool calls.\")",
+    ),
 ]
 
 OWN_TOOLS = [
@@ -105,6 +130,24 @@ OWN_TOOLS = [
         "plot_tokens_vs_round_trips(comparison, ax=axes[2])\n"
         "fig.tight_layout()\n"
         "plt.show()",
+    ),
+    (
+        "markdown",
+        "## What the figures say\n\n"
+        "`success` is the share of tasks whose answer matched; `round_trips` the model's "
+        "turns, `tool_calls` the calls made, `prompt_tokens` what the model was sent over "
+        "all its turns. The stand-in is not a language model, so success here says that "
+        "both styles reach the tools correctly, not which one a model handles better; the "
+        "round trips and tokens are what each style costs. The next cell puts this run's "
+        "numbers in words.",
+    ),
+    (
+        "code",
+        "summary = comparison.summary()\n"
+        "for style, metrics in summary.items():\n"
+        "    print(f\"{style}: {metrics['success'].mean:.0%} of the tasks right, \"\n"
+        "          f\"{metrics['round_trips'].mean:.1f} round trips and \"\n"
+        "          f\"{metrics['prompt_tokens'].mean:,.0f} prompt tokens per task\")",
     ),
     (
         "markdown",

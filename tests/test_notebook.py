@@ -43,6 +43,10 @@ def test_the_built_in_suite_notebook_executes_with_its_table_intervals_and_plots
     assert "[" in text.split("native - code")[1].splitlines()[0]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 1  # one figure of three plots
+    # it ends saying what the table means, in this run's own numbers
+    closing = text.split("Code mode: ")[1].splitlines()[0]
+    assert "round trips per task against native's 7.16" in closing
+    assert "x fewer" in closing
 
 
 def test_the_your_own_tools_notebook_replays_its_cassette_with_plots(
@@ -56,3 +60,5 @@ def test_the_your_own_tools_notebook_replays_its_cassette_with_plots(
     assert "reorder-low" in html  # the DataFrame of every run
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 1
+    for style in ("native", "code"):  # it ends with each style's figures in words
+        assert f"{style}: 100% of the tasks right" in text

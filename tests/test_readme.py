@@ -123,3 +123,15 @@ def test_every_extra_the_readme_names_exists() -> None:
     assert any(
         requirement.startswith(("notebook", "nbconvert")) for requirement in extras["notebook"]
     )
+
+
+def test_the_environment_make_builds_has_no_broken_requirements() -> None:
+    """A user who adds an extra to it (``pip install -e ".[notebook]"``) meets no resolver
+    error about a package installed without its requirements."""
+    import subprocess
+    import sys
+
+    checked = subprocess.run(
+        [sys.executable, "-m", "pip", "check"], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr

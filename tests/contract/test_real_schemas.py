@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +49,20 @@ FORMATS = {
 }
 
 
+# The bfcl-eval package's files, unpacked beside the environment (``make`` puts them there)
+# rather than installed into it: it is data here, and its own requirements are not needed.
+TEST_DATA = Path(
+    os.environ.get("CODEACT_TEST_DATA", Path(__file__).resolve().parents[2] / ".venv" / "test-data")
+)
+
+
 def published() -> list[dict[str, Any]]:
-    spec = importlib.util.find_spec("bfcl_eval")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("bfcl-eval (test data) is not installed")
-    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    data = TEST_DATA / "bfcl_eval" / "data"
+    if not data.is_dir():
+        spec = importlib.util.find_spec("bfcl_eval")  # an environment that installed it
+        if spec is None or not spec.submodule_search_locations:
+            pytest.skip("bfcl-eval (test data) is not unpacked: run make")
+        data = Path(next(iter(spec.submodule_search_locations))) / "data"
     unique: dict[str, dict[str, Any]] = {}
     for name in FILES:
         for line in (data / name).read_text().splitlines():
