@@ -135,3 +135,13 @@ def test_the_environment_make_builds_has_no_broken_requirements() -> None:
         [sys.executable, "-m", "pip", "check"], capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_readmes_comparison_figures_are_what_a_run_gives() -> None:
+    """The table is written by ``python -m benchmarks.readme``, not typed in: a run here
+    gives the same successes, round trips, calls, errors and faults (and the same tokens
+    where they are counted the same way)."""
+    from benchmarks import readme
+
+    measured = readme.measure()
+    assert readme.differences(measured, readme.written()) == []
