@@ -34,6 +34,7 @@ from ..contract._json import JsonValue
 from ..contract._results import ToolExecutionResult, failure
 from ..sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
+from ._cpython import INTERPRETERS
 from ._in_process import (
     SCRIPT_THREADS,
     AsyncBatchCaller,
@@ -112,6 +113,9 @@ class WorkerOptions:
     hash_seed: int | None = None
     # what os.environ and os.getenv show scripts (the worker's own environment never is)
     script_environ: tuple[tuple[str, str], ...] = ()
+    # "cpython": scripts run as plain CPython, the kernel their only boundary (_cpython)
+    interpreter: str = "restricted"
+    packages: tuple[str, ...] = ()  # what a CPython script may import beyond the stdlib
 
     @property
     def environment(self) -> dict[str, str]:
@@ -187,6 +191,8 @@ class Worker:
                     "confinement": options.confinement,
                     "user": options.user,
                     "workdir": workdir,
+                    "interpreter": options.interpreter,
+                    "packages": list(options.packages),
                 }
             )
             ready = await worker.receive(within=START_TIMEOUT_SECONDS)
@@ -731,6 +737,12 @@ class ProcessExecutor:
     set): workers are forked from one template process that has imported everything, so
     a new worker is ready in milliseconds and shares the template's memory. Where the
     template cannot start, workers are started afresh.
+
+    ``interpreter="cpython"`` runs scripts as plain CPython (the whole language, and the
+    installed ``packages`` named, such as numpy and pandas) in the same confined workers:
+    the kernel is then the only boundary, so a worker that lacks any layer it relies on is
+    refused, naming the layer, and the run fails rather than fall back. Durable runs need
+    the restricted interpreter (the default), whose clock and entropy are recorded.
     """
 
     def __init__(
@@ -747,11 +759,25 @@ class ProcessExecutor:
         max_sessions: int = MAX_SESSIONS,
         hash_seed: int | None = None,
         environ: Mapping[str, str] | None = None,
+        interpreter: str = "restricted",
+        packages: Sequence[str] = (),
     ) -> None:
         from stdlib_bindings._names import DEFAULT_MODULES
 
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
+        if interpreter not in INTERPRETERS:
+            raise ValueError(f"interpreter must be one of {', '.join(INTERPRETERS)}")
+        if interpreter == "cpython" and confinement == "off":
+            raise ValueError(
+                "interpreter='cpython' runs scripts with the kernel as their only boundary: "
+                "it cannot run with confinement='off'"
+            )
+        if packages and interpreter != "cpython":
+            raise ValueError(
+                "packages are for interpreter='cpython' (the restricted "
+                "interpreter offers its reviewed modules: see modules=)"
+            )
         self.max_sessions = max_sessions
         # why sessions were closed behind their backs, told on their next run (oldest
         # forgotten first)
@@ -768,7 +794,10 @@ class ProcessExecutor:
             prefix=tuple(worker_prefix),
             hash_seed=hash_seed,
             script_environ=tuple((str(k), str(v)) for k, v in (environ or {}).items()),
+            interpreter=interpreter,
+            packages=tuple(str(name) for name in packages),
         )
+        self.interpreter = interpreter
         self._spare: list[Worker] = []
         self._sessions: dict[str, Worker] = {}
         self._services = Services()  # the warm pool and the reaper, while entered
@@ -780,7 +809,10 @@ class ProcessExecutor:
         self._starting: set[Worker] = set()  # workers whose start has not ended
         self._closed = False
         self._swept = False
-        self.use_template = template and not worker_prefix and template_available()
+        # the template has imported the restricted interpreter's world, not the packages
+        self.use_template = (
+            template and not worker_prefix and interpreter == "restricted" and template_available()
+        )
         self._template: WorkerTemplate | None = None
         self._template_lock = anyio.Lock()
 

@@ -48,6 +48,7 @@ from ..sandbox._limits import resident_bytes
 from ..sandbox._outcome import outcome_to_json
 from ..sandbox._pending import CALLS, Pending
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
+from ._cpython import CPythonScripts, preload, refusal
 from ._spin import READ_CHUNK, Spinner
 
 MAX_OPEN_FILES = 64
@@ -177,16 +178,32 @@ def _virtual_memory() -> int:
 def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
     init = channel.receive()
     limits = Limits(**init["limits"])
-    sandbox = Sandbox(
-        limits=limits, modules=frozenset(init["modules"]), environ=init.get("environ") or {}
-    )
+    sandbox: Sandbox | CPythonScripts
+    if init.get("interpreter") == "cpython":  # the whole language: the kernel is the boundary
+        packages = tuple(str(name) for name in init.get("packages") or ())
+        user = init.get("user")
+        preload(packages, dropping_user=os.geteuid() == 0 and user is not None)
+        sandbox = CPythonScripts(limits, packages)
+    else:
+        sandbox = Sandbox(
+            limits=limits, modules=frozenset(init["modules"]), environ=init.get("environ") or {}
+        )
+    as_root = os.geteuid() == 0
     report = _confine(init)
     apply_os_limits(limits, processes="seccomp" not in report.active)
-    if init.get("confinement") == "require" and any(k in report.missing for k in REQUIRED_LAYERS):
+    required = init.get("confinement") == "require"
+    if isinstance(sandbox, CPythonScripts):
+        lacking = refusal(report, as_root=as_root)
+        if lacking:  # never a silent fallback: the host is told which layer is missing
+            report.missing.update(lacking)
+            channel.send({"op": "refused", "confinement": report.to_json()})
+            return
+    elif required and any(k in report.missing for k in REQUIRED_LAYERS):
         channel.send({"op": "refused", "confinement": report.to_json()})
         return
-    sandbox.memory_baseline = resident_bytes()  # the worker is the session: its whole memory
-    sandbox.teardown_generation = 2
+    if isinstance(sandbox, Sandbox):
+        sandbox.memory_baseline = resident_bytes()  # the worker is the session: all its memory
+        sandbox.teardown_generation = 2
     signal.signal(signal.SIGUSR1, lambda signum, frame: sandbox.abort())
 
     current = {"run": 0}  # the number of the run being served, echoed in its messages
@@ -240,6 +257,14 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
             current["run"] = message.get("run", 0)
             tools = {name: tuple(params) for name, params in message.get("tools", {}).items()}
             tape = message.get("tape")
+            if isinstance(tape, dict) and isinstance(sandbox, CPythonScripts):
+                error = ScriptError(
+                    code=ErrorCode.CODE_RUNTIME_ERROR,
+                    message="durable runs need the restricted interpreter (its clock and "
+                    "entropy are recorded; CPython's are not)",
+                )
+                channel.send_encoded(_done(ScriptOutcome(error=error), current["run"], {}))
+                continue
             if isinstance(tape, dict):  # a durable run: readings served, then recorded
                 TAPE.start(list(tape.get("replay") or []))
                 CALLS.start()

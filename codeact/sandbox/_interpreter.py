@@ -687,15 +687,11 @@ class Sandbox:
                 source_line=source_line,
             )
         assert error is not None
+        known = described(error)
         if isinstance(error, LimitExceeded):
             code, message = ErrorCode.CODE_RESOURCE_LIMIT, error.message
-        elif isinstance(error, RecursionError):
-            code, message = (
-                ErrorCode.CODE_RESOURCE_LIMIT,
-                "recursion depth limit: maximum recursion depth exceeded",
-            )
-        elif isinstance(error, MemoryError):
-            code, message = ErrorCode.CODE_RESOURCE_LIMIT, OUT_OF_MEMORY
+        elif known is not None:
+            code, message = known
         elif isinstance(error, SecurityViolation):
             code, message = ErrorCode.CODE_SECURITY_VIOLATION, error.message
         elif isinstance(error, PreviewStop):
@@ -705,11 +701,6 @@ class Sandbox:
             code, message = ErrorCode.CODE_SECURITY_VIOLATION, _exception_text(error)
         elif isinstance(error, SandboxStop):
             code, message = ErrorCode.CODE_RUNTIME_ERROR, error.message
-        elif isinstance(error, ToolError):
-            code, message = (
-                ErrorCode.CODE_RUNTIME_ERROR,
-                f"ToolError [{error.code}]: {error.message}",
-            )
         else:
             code, message = ErrorCode.CODE_RUNTIME_ERROR, _exception_text(error)
         hint = _hint(error, scope, tools, self.modules)
@@ -722,6 +713,21 @@ class Sandbox:
             hint=hint,
             cause=_cause(error) if code == ErrorCode.CODE_RUNTIME_ERROR else None,
         )
+
+
+def described(error: BaseException) -> tuple[ErrorCode, str] | None:
+    """The code and message of an error every interpreter describes alike: the recursion
+    and memory limits, and a tool's failure the script did not catch."""
+    if isinstance(error, RecursionError):
+        return (
+            ErrorCode.CODE_RESOURCE_LIMIT,
+            "recursion depth limit: maximum recursion depth exceeded",
+        )
+    if isinstance(error, MemoryError):
+        return ErrorCode.CODE_RESOURCE_LIMIT, OUT_OF_MEMORY
+    if isinstance(error, ToolError):
+        return ErrorCode.CODE_RUNTIME_ERROR, f"ToolError [{error.code}]: {error.message}"
+    return None
 
 
 def plain_result(value: Any, budget: list[int] | None = None, depth: int = 0) -> JsonValue:
