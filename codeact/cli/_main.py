@@ -437,6 +437,7 @@ async def _stop_on_signal(runtime: Runtime, stopping: Stopping) -> None:
 def command_doctor(options: argparse.Namespace) -> int:
     """Start one worker the way the process executor would and print what confines it."""
     from ..executors._confine import ConfinementReport
+    from ..executors._cpython import refusal
     from ..executors._process import ProcessExecutor, Worker, WorkerLost, WorkerOptions
     from ..sandbox import Limits
 
@@ -464,6 +465,12 @@ def command_doctor(options: argparse.Namespace) -> int:
     else:
         print("The template workers are forked from (it runs no script):")
         print(template.describe())
+    lacking = refusal(report, as_root=os.geteuid() == 0)
+    if lacking:
+        missing = "; ".join(f"{layer}: {why}" for layer, why in lacking.items())
+        print(f"interpreter='cpython' would be refused here ({missing}).")
+    else:
+        print("interpreter='cpython' can run here: every layer it relies on is in force.")
     if report.complete and (template is None or template.complete):
         print("All layers are active.")
         return EXIT_OK

@@ -510,3 +510,18 @@ def test_each_commands_help_says_what_it_does_and_what_mode_it_defaults_to(comma
     assert described.endswith("."), described
     if command in ("schemas", "serve-mcp"):
         assert "(default:" in done.stdout.split("--mode {native,code,both}", 2)[2][:200]
+
+
+def test_doctor_says_whether_the_cpython_interpreter_can_run_and_what_it_lacks() -> None:
+    done = codeact("doctor")
+    worker = done.stdout.split("The template")[0].split("Workers are started afresh")[0]
+    on = {line.split()[1].rstrip(":") for line in worker.splitlines() if line.startswith("  on ")}
+    needed = {"no_new_privs", "landlock", "seccomp", "parent_death_signal"}
+    if os.geteuid() == 0:
+        needed.add("user")
+    if needed <= on:
+        assert "interpreter='cpython' can run here" in done.stdout, done.stdout
+    else:
+        refused = done.stdout.split("interpreter='cpython' would be refused here (")[1]
+        for layer in needed - on:
+            assert layer in refused.split(").")[0]
