@@ -165,6 +165,15 @@ def make_limits(options: argparse.Namespace) -> Limits:
 def make_executor(options: argparse.Namespace, durable: Durable | None = None) -> Executor:
     """The executor the options name; a durable runtime's workers take its hash seed."""
     limits = make_limits(options)
+    interpreter = getattr(options, "interpreter", "restricted")
+    packages = tuple(getattr(options, "package", None) or ())
+    if packages and interpreter != "cpython":
+        raise UsageFailure("--package is for --interpreter cpython")
+    if interpreter == "cpython" and (options.executor != "process" or durable is not None):
+        raise UsageFailure(
+            "--interpreter cpython runs in worker processes (--executor process), and not "
+            "for recorded runs (--record, --ask, --preview need the restricted interpreter)"
+        )
     if options.executor == "inprocess":
         return InProcessExecutor(limits=limits)
     if options.executor == "process":
@@ -172,6 +181,8 @@ def make_executor(options: argparse.Namespace, durable: Durable | None = None) -
         idle = getattr(options, "idle_seconds", None)
         return ProcessExecutor(
             limits=limits,
+            interpreter=interpreter,
+            packages=packages,
             hash_seed=None if durable is None else durable.hash_seed,
             **({"max_sessions": sessions} if sessions else {}),
             **({"idle_seconds": idle} if idle else {}),
@@ -526,6 +537,19 @@ def host_and_port(text: str) -> tuple[str, int]:
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=("process", "inprocess"), default="process")
+    parser.add_argument(
+        "--interpreter",
+        choices=("restricted", "cpython"),
+        default="restricted",
+        help="cpython: plain CPython in the confined worker, refused where a kernel layer "
+        "is missing (default: restricted)",
+    )
+    parser.add_argument(
+        "--package",
+        action="append",
+        metavar="NAME",
+        help="an installed package a cpython script may import (repeatable)",
+    )
     parser.add_argument(
         "--wall-seconds", type=positive(float), help="wall-clock limit of one script"
     )

@@ -525,3 +525,19 @@ def test_doctor_says_whether_the_cpython_interpreter_can_run_and_what_it_lacks()
         refused = done.stdout.split("interpreter='cpython' would be refused here (")[1]
         for layer in needed - on:
             assert layer in refused.split(").")[0]
+
+
+def test_run_with_the_cpython_interpreter_imports_a_named_package(tmp_path: Path) -> None:
+    script = tmp_path / "numbers.py"
+    script.write_text("import numpy as np\nprint(int(np.arange(4).sum()))\ndouble(21)\n")
+    tools = ("--tools", "tests.cli_tools:TOOLS")
+    done = codeact("run", str(script), *tools, "--interpreter", "cpython", "--package", "numpy")
+    assert done.returncode == 0, done.stderr
+    assert "6" in done.stdout
+    assert "Result: 42" in done.stdout
+    restricted = codeact("run", str(script), *tools)
+    assert restricted.returncode == 1
+    assert "No module named 'numpy'" in restricted.stdout
+    misplaced = codeact("run", str(script), *tools, "--package", "numpy")
+    assert misplaced.returncode == 2
+    assert "--package is for --interpreter cpython" in misplaced.stderr

@@ -217,7 +217,7 @@ def test_escape_attempts_as_plain_code_are_all_refused_by_the_kernel(
     probes = {**attempts(secret, port), **more_attempts(other_folder)}
     worked = {}
     for name, code in probes.items():
-        result = run(runtime, f"{code}\nresult", f"escape-{name}")
+        result = run(runtime, f"{code}\nresult", "escape")  # one worker tries them all
         if not result.is_error:
             worked[name] = result.text
         else:

@@ -246,3 +246,20 @@ async def test_tools_bind_over_streamable_http_from_our_server() -> None:
         process.terminate()
         await process.wait()
         await process.aclose()
+
+
+async def test_a_server_on_the_cpython_interpreter_runs_numpy_scripts_for_a_client() -> None:
+    parameters = serve_mcp(
+        "--mode", "code", "--tools", "tests.cli_tools:TOOLS", "--interpreter", "cpython",
+        "--package", "numpy",
+    )  # fmt: skip
+    with anyio.fail_after(120):
+        async with Client(parameters) as client:
+            result = await client.call_tool(
+                "run_code",
+                {"code": "import numpy as np\nkept = np.array([double(2), double(3)])\nkept"},
+            )
+            assert not result.is_error, result
+            assert result.structured_content["result"] == [4, 6]  # type: ignore[index]
+            again = await client.call_tool("run_code", {"code": "int(kept.sum())"})
+            assert again.structured_content["result"] == 10  # type: ignore[index]
