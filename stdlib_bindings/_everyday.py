@@ -647,7 +647,7 @@ def static_everyday_facades() -> dict[str, Facade]:
                 **pick(time, "mktime struct_time timezone altzone daylight tzname"),
                 # the clock through the tape: a replayed run reads what it read before
                 **{
-                    kind: recorded.clock(kind, getattr(time, kind))
+                    kind: recorded.clock(kind, getattr(time, recorded.LIVE_CLOCKS.get(kind, kind)))
                     for kind in sorted(recorded.FLOAT_KINDS | recorded.INT_KINDS)
                 },
                 "gmtime": recorded.gmtime,

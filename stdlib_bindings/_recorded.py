@@ -25,8 +25,13 @@ MAX_READINGS = 100_000  # per run: a clock read in a loop must not grow the reco
 MAX_ENTROPY_BYTES = 4_096  # per reading
 # per run, as the record keeps them (entropy as hex): about a megabyte of random bytes
 MAX_TAPE_CHARS = 2_000_000
-FLOAT_KINDS = frozenset({"time", "monotonic", "perf_counter"})
-INT_KINDS = frozenset({"time_ns", "monotonic_ns", "perf_counter_ns"})
+FLOAT_KINDS = frozenset({"time", "monotonic", "perf_counter", "process_time", "thread_time"})
+INT_KINDS = frozenset(
+    {"time_ns", "monotonic_ns", "perf_counter_ns", "process_time_ns", "thread_time_ns"}
+)
+# What each clock reads live. A script's process time is its own thread's CPU time: in
+# process it would be the whole host's, which says what other sessions are doing.
+LIVE_CLOCKS = {"process_time": "thread_time", "process_time_ns": "thread_time_ns"}
 
 
 class Tape:

@@ -11,8 +11,10 @@ answered for the session alone. Files stay with tools.
 from __future__ import annotations
 
 import gc
+import os
 import pathlib
 import posixpath
+import stat
 import sys
 import types
 from collections.abc import Iterator, Mapping
@@ -23,6 +25,7 @@ from codeact.sandbox._guards import Guards
 from codeact.sandbox._ownership import register_readable
 
 from ._facade import Facade, pick
+from ._recorded import entropy
 
 CPYTHON_RECURSION_LIMIT = 1000  # what sys.getrecursionlimit() answers in a fresh CPython
 
@@ -110,6 +113,11 @@ def _exc_info(guards: Guards) -> Any:
     return (guards.type_of(error), error, None)  # no traceback: it leads to frames
 
 
+def _urandom(size: int) -> bytes:
+    """``os.urandom``: bounded, and taped in a durable run as every draw of entropy is."""
+    return entropy(size)
+
+
 def _exit(status: Any = None) -> None:
     raise SystemExit(status)
 
@@ -123,17 +131,28 @@ def _getenv(environ: Environ) -> Any:
     return getenv
 
 
-OS_PATH = Facade(
-    "os.path",
-    pick(
-        posixpath,
-        "join split splitext basename dirname normpath normcase isabs commonpath "
-        "commonprefix splitdrive sep extsep curdir pardir altsep",
-    ),
+# Path arithmetic: nothing here reads the filesystem or the environment.
+PATH_ARITHMETIC = pick(
+    posixpath,
+    "join split splitext basename dirname normpath normcase isabs commonpath "
+    "commonprefix splitdrive sep extsep curdir pardir altsep",
 )
+OS_PATH = Facade("os.path", dict(PATH_ARITHMETIC))
 
 STATIC_SYSTEM_FACADES = {
     "os.path": OS_PATH,
+    # the same path arithmetic under its own name; nothing that reads the filesystem
+    "posixpath": Facade("posixpath", dict(PATH_ARITHMETIC)),
+    # constants and pure functions of a mode number (no stat() call: that is os's)
+    "stat": Facade(
+        "stat",
+        {
+            name: getattr(stat, name)
+            for name in dir(stat)
+            if name.isupper() or name.startswith("S_IS") or name in ("S_IMODE", "S_IFMT")
+        }
+        | {"filemode": stat.filemode},
+    ),
     "pathlib": Facade(
         "pathlib",
         {
@@ -167,8 +186,8 @@ def session_system_facades(guards: Guards, environ: Mapping[str, str]) -> dict[s
             {
                 **pick(
                     sys,
-                    "version version_info hexversion platform byteorder maxsize maxunicode "
-                    "float_info int_info float_repr_style getsizeof",
+                    "version version_info hexversion api_version platform byteorder maxsize "
+                    "maxunicode float_info int_info float_repr_style getsizeof",
                 ),
                 "implementation": types.SimpleNamespace(
                     name="cpython", version=sys.version_info, cache_tag=None
@@ -191,6 +210,9 @@ def session_system_facades(guards: Guards, environ: Mapping[str, str]) -> dict[s
                 "path": OS_PATH,
                 "environ": shown,
                 "getenv": _getenv(shown),
+                # C: a str or bytes as it is, a path's text; nothing of the filesystem
+                "fspath": os.fspath,
+                "urandom": _urandom,
                 **pick(posixpath, "sep extsep curdir pardir altsep devnull"),
                 "pathsep": ":",
                 "linesep": "\n",

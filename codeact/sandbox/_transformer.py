@@ -211,6 +211,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
             return
         if name is not None and (is_private_name(name) or name in SCRIPT_DUNDER_NAMES):
             return
+        if name == "__debug__":  # compiled as the constant True; binding it is a SyntaxError
+            return
         if name is not None and len(name) > 2 and name[0] == name[-1] == "_" and name[1] != "_":
             # _getattr_, _print_, _write_: a script rebinding one would replace its guard
             self.error(node, f'"{name}" is reserved: names like _name_ belong to the runtime.')

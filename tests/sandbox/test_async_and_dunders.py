@@ -125,7 +125,6 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("csv-register-dialect", "import csv\ncsv.register_dialect", RUN),
     ("csv-field-size-limit", "import csv\ncsv.field_size_limit", RUN),
     ("contextlib-redirect", "import contextlib\ncontextlib.redirect_stdout", RUN),
-    ("time-process-time", "import time\ntime.process_time", RUN),
     (
         "exitstack-swallows-limit",
         "import contextlib\nwith contextlib.ExitStack() as s:\n    s.push(lambda *a: True)\n    'x' * 10**10\n'swallowed'",
@@ -241,3 +240,17 @@ async def test_a_host_loop_in_the_same_thread_is_never_the_scripts() -> None:
     assert "no running event loop" in outcome.error.message
     assert ran == ["host loop still here"]
     sandbox.close()
+
+
+def test_process_time_is_the_scripts_own_cpu_time_not_the_hosts(run: Runner) -> None:
+    """In process, the host's CPU time would say what other sessions do: a script reads
+    its own thread's, which starts near zero however busy the host has been."""
+    import time
+
+    busy_until = time.process_time() + 1.0
+    while time.process_time() < busy_until:  # the host (this test) spends a second first
+        pass
+    outcome = run("import time\ntime.process_time()")
+    assert outcome.error is None, outcome.error
+    assert isinstance(outcome.value, float)
+    assert outcome.value < 0.5  # its own thread's CPU time, never the host's (past 1 s)

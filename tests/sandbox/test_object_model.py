@@ -530,14 +530,19 @@ REVIEWED_C_MEMBERS = {
     "erfc exp exp2 expm1 fabs floor fmod frexp fsum gamma hypot isclose isfinite isinf isnan "
     "ldexp lgamma log log10 log1p log2 modf nextafter pow radians remainder sin sinh "
     "sqrt tan tanh trunc ulp",
+    # a str or bytes as it is, else __fspath__, which no script class can define
+    "os": "fspath",
     "operator": "abs add and_ call contains countOf eq ge getitem gt index indexOf inv "
     "invert is_ is_not le length_hint lt matmul ne neg not_ or_ pos rshift sub truediv truth xor",
     "random": "random",
     "re": "Match Pattern",  # for isinstance only: neither can be made by calling it
     "secrets": "compare_digest",
+    # ints in, ints or a str out; nothing is called back
+    "stat": "S_IFMT S_IMODE S_ISBLK S_ISCHR S_ISDIR S_ISDOOR S_ISFIFO S_ISLNK S_ISPORT S_ISREG "
+    "S_ISSOCK S_ISWHT filemode",
     "sys": "getsizeof",  # __sizeof__ of the object: a script class cannot define it
     "time": "asctime ctime gmtime localtime mktime monotonic monotonic_ns perf_counter "
-    "perf_counter_ns time time_ns",
+    "perf_counter_ns thread_time thread_time_ns time time_ns",
     "types": "NoneType SimpleNamespace",
     "unicodedata": "bidirectional category combining decimal decomposition digit "
     "east_asian_width is_normalized lookup mirrored name numeric",
