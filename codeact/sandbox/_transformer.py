@@ -191,6 +191,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
             return node
         if getattr(node, "codeact_internal", False):  # a guard name the transformer wrote
             return node
+        if getattr(node, "class_dunder", False):  # ``__hash__ = None`` in a class body
+            return node
         if node.id == "super" and not getattr(node, "zero_argument_call", False):
             self.error(node, "super may only be called as super() in scripts.")
         return super().visit_Name(node)
@@ -431,6 +433,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
     _class_names: tuple[str, ...] = ()  # the enclosing classes, innermost last (mangling)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        _mark_class_dunders(node)
         outer_names = self._class_names
         self._class_names = (*outer_names, node.name)
         try:
@@ -640,6 +643,26 @@ def _guarded_method_call(call: ast.Call) -> ast.expr:
         copy_locations(made, call)
     ast.fix_missing_locations(result)
     return result
+
+
+# What a class body may bind by assignment: the dunder methods it may define (bound to
+# another of its functions, a class, or None, as CPython's ``__hash__ = None``: each has
+# no more power than a ``def`` calling the same value), and its docstring.
+CLASS_BODY_DUNDERS = SCRIPT_DUNDERS | {"__doc__"}
+
+
+def _mark_class_dunders(node: ast.ClassDef) -> None:
+    """Mark the names a class body's own assignments bind among ``CLASS_BODY_DUNDERS``
+    (never one inside a method or a comprehension: those are not the class's)."""
+    for statement in node.body:
+        targets: list[ast.expr] = []
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets = [statement.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in CLASS_BODY_DUNDERS:
+                target.class_dunder = True  # type: ignore[attr-defined]
 
 
 def _callee_name(func: ast.expr) -> str | None:

@@ -137,6 +137,20 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("queue-blocking-get", "import queue\nqueue.Queue().get()", RUN),
     ("future-module-internals", "import __future__\n__future__.annotations.compiler_flag", SEC),
+    # a class body binding a dunder to a host method: no more than a def calling it could
+    (
+        "class-body-dunder-host-method",
+        "import collections\nclass A:\n    __iter__ = collections.Counter.elements\nlist(A())",
+        SEC,
+    ),
+    (
+        "class-body-dunder-descriptor",
+        "class A:\n    __iter__ = dict.keys\nlist(A())",
+        RUN,
+    ),
+    ("class-body-hash-on-a-str", "class S(str):\n    __hash__ = None\nS('a')", SEC),
+    ("class-body-other-dunder", "class A:\n    __class_getitem__ = print\nA[1]", SEC),
+    ("method-local-dunder", "class A:\n    def f(self):\n        __repr__ = 1\nA", SEC),
 ]
 
 
