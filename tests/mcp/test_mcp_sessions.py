@@ -330,8 +330,9 @@ def test_a_stopped_stdio_server_answers_the_call_in_flight_that_it_is_shutting_d
     assert all(_zombie(p) for p in workers if os.path.exists(f"/proc/{p}"))
 
 
+@pytest.mark.parametrize("client_mode", ["auto", "legacy"])  # 2026-07-28, and the handshake
 async def test_a_stopped_http_server_answers_the_call_in_flight_that_it_is_shutting_down(
-    tmp_path: Any,
+    tmp_path: Any, client_mode: str
 ) -> None:
     ledger = tmp_path / "ledger"
     with socket.socket() as probe:
@@ -345,7 +346,8 @@ async def test_a_stopped_http_server_answers_the_call_in_flight_that_it_is_shutt
     answers: list[Any] = []
     try:
         await wait_until_listening(port)
-        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+        before = descendants_of(process.pid)  # the warm pool and the template
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode=client_mode) as client:
 
             async def call() -> None:
                 busy = 'log_note(text="started")\nwhile True:\n    pass'
@@ -365,3 +367,5 @@ async def test_a_stopped_http_server_answers_the_call_in_flight_that_it_is_shutt
     assert answer.is_error
     assert "the server is shutting down" in answer.content[0].text
     assert worker_folders_of(process.pid) == []
+    assert before  # workers were there, and none outlived the server
+    assert all(_zombie(p) for p in before if os.path.exists(f"/proc/{p}"))
