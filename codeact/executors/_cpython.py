@@ -71,8 +71,11 @@ def refusal(report: ConfinementReport, *, as_root: bool) -> dict[str, str]:
     all there is. The unprivileged uid only where the host runs as root (elsewhere the
     worker already runs as the host's own unprivileged user)."""
     wanted = [*REQUIRED_LAYERS, *(("user",) if as_root else ())]
-    missing = {layer: report.missing.get(layer, "not applied") for layer in wanted}
-    missing = {layer: why for layer, why in missing.items() if layer not in report.active}
+    missing = {
+        layer: report.missing.get(layer, "not applied")
+        for layer in wanted
+        if layer not in report.active
+    }
     landlock = report.active.get("landlock", "")
     abi = _landlock_abi(landlock)
     if "landlock" in report.active and abi < MIN_LANDLOCK_ABI:

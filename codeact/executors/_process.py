@@ -797,7 +797,6 @@ class ProcessExecutor:
             interpreter=interpreter,
             packages=tuple(str(name) for name in packages),
         )
-        self.interpreter = interpreter
         self._spare: list[Worker] = []
         self._sessions: dict[str, Worker] = {}
         self._services = Services()  # the warm pool and the reaper, while entered
