@@ -50,7 +50,7 @@ from ._in_process import (
 from ._pipe import Garbled, PipeClosed, WorkerPipe
 from ._services import Services
 from ._spin import Spinner
-from ._template import ForkedProcess, WorkerTemplate
+from ._template import READY_TIMEOUT_SECONDS, ForkedProcess, WorkerTemplate
 from ._template import available as template_available
 from ._threads import SessionThread
 from ._worker_folders import FOLDER_PREFIX, new_folder, remove_folder, sweep_stale_folders
@@ -1028,7 +1028,7 @@ class ProcessExecutor:
             self._pending_starts -= 1
 
     async def _started(self) -> Worker:
-        template = await self._template_for_workers(start=False)
+        template = await self._ready_template()
         if template is not None:
             try:
                 return await Worker.start(
@@ -1036,15 +1036,24 @@ class ProcessExecutor:
                 )
             except OSError:  # the template went away meanwhile: this one starts afresh
                 pass
-        worker = await Worker.start(
-            self.limits, self.modules, self.options, starting=self._starting
-        )
-        try:
-            await self._template_for_workers()  # for the next worker, now that this one is up
-        except BaseException:  # cancelled (the executor closing): this worker is nobody's
-            await worker.kill()
-            raise
-        return worker
+        return await Worker.start(self.limits, self.modules, self.options, starting=self._starting)
+
+    async def _ready_template(self) -> WorkerTemplate | None:
+        """The template to fork from, started and awaited if need be; None: start afresh.
+
+        Even the first worker waits for the template rather than start beside it: the
+        template's imports are what a fresh worker would pay, so the first run comes as
+        soon, and an executor that serves one run pays for one interpreter's imports, not
+        for those of each spare and then of the template as well.
+        """
+        template = await self._template_for_workers()
+        starting = self._template
+        if template is None and starting is not None and self.use_template:
+            await anyio.to_thread.run_sync(
+                starting.settled.wait, READY_TIMEOUT_SECONDS, abandon_on_cancel=True
+            )
+            template = await self._template_for_workers(start=False)
+        return template
 
     async def prepare(self) -> bool:
         """Start the worker template and wait until it is ready; True when workers will be
@@ -1069,11 +1078,10 @@ class ProcessExecutor:
         return template.process.pid if template is not None and template.alive else None
 
     async def _template_for_workers(self, *, start: bool = True) -> WorkerTemplate | None:
-        """The template, once it is ready; None: start this worker afresh.
+        """The template, once it is ready; None while it imports, or when there is none.
 
-        With ``start``, a missing (or dead) template is started, not waited for: the
-        worker that needed it starts afresh first (the cold start stays one worker's
-        start, the template's imports do not compete with it), later ones fork.
+        With ``start``, a missing (or dead) template is started, not waited for (that is
+        ``_ready_template``'s choice).
         """
         if not self.use_template:
             return None

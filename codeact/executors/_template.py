@@ -123,6 +123,7 @@ class WorkerTemplate:
         self._gone = False
         self.ready = threading.Event()
         self.failed = False
+        self.settled = threading.Event()  # set once it is ready or has failed
         self.confinement = ConfinementReport()  # the template's own layers, once ready
         self.fork_timeout = FORK_TIMEOUT_SECONDS
         self._reader = threading.Thread(
@@ -176,8 +177,11 @@ class WorkerTemplate:
         """``wait_ready`` in a thread of its own; ``ready`` or ``failed`` tells the outcome."""
 
         def wait() -> None:
-            with contextlib.suppress(OSError):
-                self.wait_ready()
+            try:
+                with contextlib.suppress(OSError):
+                    self.wait_ready()
+            finally:
+                self.settled.set()
 
         threading.Thread(target=wait, name="codeact-template-start", daemon=True).start()
 

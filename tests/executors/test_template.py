@@ -38,17 +38,18 @@ def _zombie(pid: int) -> bool:
         return False
 
 
-async def test_a_session_after_the_template_is_ready_runs_in_a_forked_worker() -> None:
+async def test_even_the_first_session_runs_in_a_worker_forked_from_the_template() -> None:
     os.environ["CODEACT_HOST_SECRET"] = "do-not-leak"
     executor = ProcessExecutor(limits=LIMITS, warm=0)
+    fresh = ProcessExecutor(limits=LIMITS, warm=0, template=False)
     try:
-        assert (await run(executor, "1", session="started")).ok  # before the template was ready
-        started = executor._sessions["started"]
-        assert await executor.prepare()
-        template = executor.template_pid
-        assert template is not None
+        assert (await run(fresh, "1", session="started")).ok
+        started = fresh._sessions["started"]
+        # the first run waits for the template rather than start a worker beside it
         outcome = await run(executor, "state = add(2, 3)\nstate", session="forked")
         assert outcome.value == 5
+        template = executor.template_pid
+        assert template is not None
         worker = executor._sessions["forked"]
         assert parent_of(worker.pid) == template  # forked from it, not started by us
         assert worker.pid not in children()
@@ -64,6 +65,7 @@ async def test_a_session_after_the_template_is_ready_runs_in_a_forked_worker() -
     finally:
         del os.environ["CODEACT_HOST_SECRET"]
         await executor.aclose()
+        await fresh.aclose()
     assert not Path(cwd).exists()
     assert descendants_alive({template, worker.pid}) == set()
 
