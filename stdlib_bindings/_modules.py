@@ -86,6 +86,7 @@ from ._everyday import (
 from ._facade import Facade, pick
 from ._names import DEFAULT_MODULES
 from ._regex import re_members
+from ._shake import shake_128, shake_256
 from ._system import STATIC_SYSTEM_FACADES, session_system_facades
 from ._typing import typing_members
 
@@ -221,17 +222,19 @@ def _prod(iterable: Any, *, start: Any = 1) -> Any:
     return total
 
 
-# The digests scripts may make: fixed-length ones (an extendable-output shake would make
-# a digest as long as it is asked for, in one C call).
+# The digests scripts may make: the fixed-length ones as they are, the extendable-output
+# shakes through _shake (a digest as long as asked for would be one C call).
 HASHES = "md5 sha1 sha224 sha256 sha384 sha512 sha3_224 sha3_256 sha3_384 sha3_512 blake2b blake2s"
-_HASH_NAMES = frozenset(HASHES.split())
+_SHAKES = {"shake_128": shake_128, "shake_256": shake_256}
+_HASH_NAMES = frozenset([*HASHES.split(), *_SHAKES])
 
 
 def _hash_new(name: str, data: bytes = b"", **options: Any) -> Any:
     """``hashlib.new``, for the algorithms the facade offers by name."""
     if type(name) is not str or name.lower() not in _HASH_NAMES:
         raise ValueError(f"unsupported hash type {name}")
-    return getattr(hashlib, name.lower())(data, **options)
+    made = _SHAKES.get(name.lower()) or getattr(hashlib, name.lower())
+    return made(data, **options)
 
 
 MAX_JSON_INDENT = 1_000
@@ -440,6 +443,7 @@ def _static_facades() -> dict[str, Facade]:
             "hashlib",
             {
                 **pick(hashlib, HASHES),
+                **_SHAKES,
                 "new": _hash_new,
                 "algorithms_guaranteed": _HASH_NAMES,
                 "algorithms_available": _HASH_NAMES,

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import collections
 import collections.abc as abc
+import types
 from typing import Any
 
-from codeact.sandbox._ownership import CLASS_BUILDERS, register_base, register_readable
+from codeact.sandbox._ownership import (
+    CLASS_BUILDERS,
+    DUNDER_DATA,
+    register_base,
+    register_readable,
+)
 
 
 class TypingForm:
@@ -52,10 +58,21 @@ class TypingForm:
     def __eq__(self, other: object) -> bool:
         if type(other) is not TypingForm:
             return NotImplemented
-        return (self._name, self._args) == (other._name, other._args)
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash(self._name)
+        return hash(self._key()[0])
+
+    def _key(self) -> tuple[Any, ...]:
+        """What equality compares: ``Optional[int] == Union[int, None]``, and a union's
+        members in any order, as typing has it."""
+        if self._args and self._name in ("Optional", "Union"):
+            members = self.__args__
+            try:
+                return ("Union", frozenset(members))
+            except TypeError:  # an unhashable member: compared in order
+                return ("Union", members)
+        return (self._name, self._args)
 
     def _checkable(self) -> type:
         if self._args:
@@ -63,6 +80,61 @@ class TypingForm:
         if self._origin is None:
             raise TypeError(f"typing.{self._name} cannot be used with isinstance()")
         return self._origin
+
+    # What typing's own aliases answer (``typing.get_origin`` and ``get_args`` read these).
+
+    @property
+    def __origin__(self) -> Any:
+        if self._args and self._name in ("Optional", "Union"):
+            return BARE["Union"]
+        if self._args and self._name == "Annotated":
+            return self._args[0]
+        if self._origin is type:  # never the host's type: a script's is its stand-in
+            return BARE["Type"]
+        if self._origin is not None:
+            return self._origin
+        if self._args and self._name in BARE:
+            return BARE[self._name]
+        raise AttributeError(f"typing.{self._name} has no attribute '__origin__'")
+
+    @property
+    def __args__(self) -> tuple[Any, ...]:
+        if not self._args:
+            raise AttributeError(f"typing.{self._name} has no attribute '__args__'")
+        if self._name == "Annotated":
+            return (self._args[0],)
+        if self._name == "Callable" and len(self._args) == 2 and type(self._args[0]) is list:
+            return (*self._args[0], self._args[1])
+        args = tuple(type(None) if a is None else a for a in self._args)
+        if self._name == "Optional":
+            args = (*args, type(None))
+        if self._name in ("Optional", "Union"):
+            args = tuple(dict.fromkeys(args))
+        return args
+
+    @property
+    def __parameters__(self) -> tuple[Any, ...]:
+        if not self._args:
+            raise AttributeError(f"typing.{self._name} has no attribute '__parameters__'")
+        return tuple(dict.fromkeys(_type_vars(self._args)))
+
+    @property
+    def __metadata__(self) -> tuple[Any, ...]:
+        if self._name != "Annotated" or not self._args:
+            raise AttributeError(f"typing.{self._name} has no attribute '__metadata__'")
+        return tuple(self._args[1:])
+
+
+def _type_vars(args: Any) -> list[Any]:
+    found: list[Any] = []
+    for arg in args:
+        if type(arg) is TypeVar:
+            found.append(arg)
+        elif type(arg) is list:
+            found.extend(_type_vars(arg))
+        elif isinstance(arg, TypingForm):
+            found.extend(_type_vars(arg._args))
+    return found
 
 
 class TypeVar:
@@ -100,6 +172,33 @@ class GenericForm(TypingForm):
 
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         return (Generic,)
+
+
+def get_origin(kind: Any) -> Any:
+    """``typing.get_origin``: the unsubscripted form of ``kind``, or None."""
+    if isinstance(kind, TypingForm) and kind._name != "Generic":
+        try:
+            return kind.__origin__
+        except AttributeError:
+            return None
+    if type(kind) is types.GenericAlias:
+        return kind.__origin__
+    if type(kind) is types.UnionType:
+        return BARE["Union"]
+    return None
+
+
+def get_args(kind: Any) -> tuple[Any, ...]:
+    """``typing.get_args``: the arguments ``kind`` was subscripted with, or ()."""
+    if isinstance(kind, TypingForm) and kind._args and kind._name != "Generic":
+        if kind._name == "Callable" and len(kind._args) == 2 and type(kind._args[0]) is list:
+            return (list(kind._args[0]), kind._args[1])
+        if kind._name == "Annotated":
+            return tuple(kind._args)
+        return tuple(kind.__args__)
+    if type(kind) in (types.GenericAlias, types.UnionType):
+        return tuple(kind.__args__)
+    return ()
 
 
 def cast(kind: Any, value: Any) -> Any:
@@ -231,10 +330,16 @@ def _new_type(name: str, kind: Any) -> Any:
     return new_type
 
 
+# The bare forms, made once: ``get_origin(Optional[int]) is Union`` holds, as in typing.
+BARE: dict[str, TypingForm] = {name: TypingForm(name, origin) for name, origin in _ORIGINS.items()}
+
+
 def typing_members() -> dict[str, Any]:
     """The members of the ``typing`` facade."""
-    members: dict[str, Any] = {name: TypingForm(name, origin) for name, origin in _ORIGINS.items()}
+    members: dict[str, Any] = dict(BARE)
     members.update(
+        get_origin=get_origin,
+        get_args=get_args,
         Generic=GenericForm("Generic"),
         TypeVar=TypeVar,
         cast=cast,
@@ -254,6 +359,12 @@ def typing_members() -> dict[str, Any]:
 
 
 register_readable(TypingForm, GenericForm, TypeVar, _Shaped, names=())
+DUNDER_DATA.update(
+    dict.fromkeys(
+        (TypingForm, GenericForm),
+        frozenset({"__args__", "__origin__", "__parameters__", "__metadata__"}),
+    )
+)
 for _form in (TypingForm, GenericForm, TypeVar, _Shaped):
     _form.__module__ = "typing"  # what type() of a form shows
 register_base(Generic, NamedTupleBase, TypedDictBase, ProtocolBase)
@@ -265,4 +376,4 @@ CLASS_BUILDERS.update(
     }
 )
 
-__all__ = ["Generic", "TypeVar", "TypingForm", "cast", "typing_members"]
+__all__ = ["Generic", "TypeVar", "TypingForm", "cast", "get_args", "get_origin", "typing_members"]

@@ -27,6 +27,7 @@ from ._limits import Limits
 from ._ownership import (
     BASE_CLASSES,
     CLASS_BUILDERS,
+    DUNDER_DATA,
     HOST_METHOD_NAMES,
     HOST_METHODS,
     RAW_TYPES,
@@ -45,6 +46,9 @@ from ._pending import Pending
 from ._sealed import seal
 from ._transformer import (
     CALLBACK_METHODS,
+    CLASS_BODY_DUNDERS,
+    CLASS_DATA_DUNDERS,
+    DATA_DUNDERS,
     FORBIDDEN_ATTRIBUTES,
     GUARDED_ATTRIBUTES,
     GUARDED_DUNDERS,
@@ -150,6 +154,13 @@ class Guards:
                 return value
         elif name in GUARDED_DUNDERS:
             return self._dunder(obj, name, default)
+        elif name in DATA_DUNDERS and name in DUNDER_DATA.get(type(obj), ()):
+            # list[int].__args__: what the script subscripted with, read back
+            return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        elif name == "__wrapped__" and is_script_function(obj):
+            # functools.wraps on the script's own function: what the script wrapped (a
+            # facade's wrappers are never script functions: their __wrapped__ stays hidden)
+            return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         elif type(obj) is super and _super_of_script(obj):
             if is_private_name(name):
                 return getattr(obj, name)
@@ -393,16 +404,45 @@ class Guards:
             return ticking(iter(source, *sentinel))
         return iter(source)
 
+    def new_class(self, name: Any, *rest: Any) -> type:
+        """``type(name, bases, namespace)``: the class a class statement binding those names
+        would make, by the same factory (metaclass, bases and builders alike)."""
+        if len(rest) != 2:
+            raise TypeError("type() takes 1 or 3 arguments")
+        bases, namespace = rest
+        for position, (value, kind) in enumerate(((name, str), (bases, tuple), (namespace, dict))):
+            if type(value) is not kind:
+                got = type(value).__name__
+                raise TypeError(
+                    f"type.__new__() argument {position + 1} must be {kind.__name__}, not {got}"
+                )
+        factory = ScriptClassFactory(self.raw)
+        body = factory.__prepare__(name, bases)
+        body["__module__"] = "__main__"
+        body["__qualname__"] = name
+        for key, value in namespace.items():
+            if type(key) is not str:
+                raise TypeError("a class's attribute names must be strings")
+            # only what a class statement may bind: never __class__, __new__, __del__,
+            # __init_subclass__, __getattribute__ or another name the machinery reads
+            if key.startswith("_") and not (
+                is_private_name(key)
+                or key in CLASS_BODY_DUNDERS
+                or key in CLASS_DATA_DUNDERS
+                or (key in ("__module__", "__qualname__") and type(value) is str)
+            ):
+                raise SecurityViolation(f"a class made by type() may not bind {key!r}")
+            body[key] = value
+        return factory(name, bases, body)
+
     def type_of(self, obj: Any, *rest: Any) -> Any:
         """``type(obj)``: the script's own classes and builtins' classes, stand-ins otherwise.
 
         Never a metaclass, ``super`` or a host class: with those a script could build
         classes and proxies that read attributes behind the guards.
         """
-        if rest:  # type(name, bases, dict) would build a class outside the class statement
-            raise SecurityViolation(
-                "type() with three arguments is not allowed; use a class statement"
-            )
+        if rest:
+            return self.new_class(obj, *rest)
         kind = type(obj)
         shown = self.shown.get(kind) or SHOWN.get(kind)
         if shown is not None:

@@ -17,6 +17,7 @@ object is one of the questions answered here:
 
 from __future__ import annotations
 
+import types
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -62,6 +63,13 @@ MUTABLE_TYPES: set[type] = {list, dict, set, bytearray}
 
 # Facade types: the public names a script may read (None: every public name).
 READABLE: dict[type, frozenset[str] | None] = {}
+
+# Dunder data a type's objects show scripts (``list[int].__args__``), by type: what the
+# script put in when it made the object, never code or the host's state.
+DUNDER_DATA: dict[type, frozenset[str]] = {
+    types.GenericAlias: frozenset({"__args__", "__origin__", "__parameters__"}),
+    types.UnionType: frozenset({"__args__", "__parameters__"}),
+}
 
 # Types whose public attributes read raw (no guard call): exact plain data, nothing more.
 # Frozen, so it is complete before the first guard exists; a session adds its own classes

@@ -54,6 +54,12 @@ GUARDED_DUNDERS = frozenset(
     }
 )
 
+# Dunder data the guard shows on the types that declare it (``_ownership.DUNDER_DATA``):
+# a typing form's parts, and ``__wrapped__`` on the script's own functions.
+DATA_DUNDERS = frozenset(
+    {"__args__", "__origin__", "__parameters__", "__metadata__", "__wrapped__"}
+)
+
 # Dunder names a class body may assign: data the interpreter reads, never code.
 CLASS_DATA_DUNDERS = frozenset({"__slots__", "__match_args__"})
 
@@ -241,6 +247,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
             node.attr in READABLE_DUNDERS
             or node.attr in GUARDED_DUNDERS
             or node.attr in SCRIPT_DUNDERS  # x.__eq__, Base.__init__: the guard decides
+            or node.attr in DATA_DUNDERS
         ) and isinstance(node.ctx, ast.Load)
         if is_private_name(node.attr) or readable_dunder:
             # A script's own _private attributes, and __name__-like strings: the guard
@@ -855,6 +862,7 @@ def _contains_product(node: ast.expr) -> bool:
 __all__ = [
     "ASYNC_TAKERS",
     "CALLBACK_METHODS",
+    "DATA_DUNDERS",
     "FORBIDDEN_ATTRIBUTES",
     "GUARDED_ATTRIBUTES",
     "GUARDED_DUNDERS",

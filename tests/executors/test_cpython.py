@@ -90,8 +90,8 @@ def test_numpy_and_pandas_scripts_call_tools_and_return_values(runtime: Runtime)
 def test_the_whole_language_names_that_persist_and_concurrent_tool_calls(
     runtime: Runtime,
 ) -> None:
-    # what the restricted interpreter refuses: type() with three arguments, dunders
-    # assigned in a class body, frames
+    # frames, which the restricted interpreter refuses, beside type() with three
+    # arguments and dunders assigned in a class body
     first = run(
         runtime,
         "import sys\n"

@@ -151,6 +151,19 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("class-body-hash-on-a-str", "class S(str):\n    __hash__ = None\nS('a')", SEC),
     ("class-body-other-dunder", "class A:\n    __class_getitem__ = print\nA[1]", SEC),
     ("method-local-dunder", "class A:\n    def f(self):\n        __repr__ = 1\nA", SEC),
+    # type() with three arguments binds only what a class statement may
+    ("type-binds-getattribute", "type('X', (), {'__getattribute__': lambda s, n: 1})()", SEC),
+    ("type-binds-del", "type('X', (), {'__del__': print})()", SEC),
+    ("type-binds-class-getitem", "type('X', (), {'__class_getitem__': print})[1]", SEC),
+    ("type-binds-dict", "type('X', (), {'__dict__': {}})", SEC),
+    ("type-binds-a-guard-name", "type('X', (), {'_getattr_': 1})", SEC),
+    ("type-makes-a-metaclass", "type('M', (type,), {})", SEC),
+    ("type-hashes-a-str", "type('S', (str,), {'__hash__': lambda s: 1})('a')", SEC),
+    (
+        "type-dunder-host-method",
+        "import collections\nA = type('A', (), {'__iter__': collections.Counter.elements})\nlist(A())",
+        SEC,
+    ),
 ]
 
 

@@ -57,6 +57,10 @@ PROBED_DUNDERS = (
     "__reduce_ex__",
     "__getattribute__",
     "__dataclass_fields__",
+    "__args__",
+    "__origin__",
+    "__parameters__",
+    "__metadata__",
     "__context__",
     "__cause__",
     "__traceback__",
@@ -103,6 +107,7 @@ MAX_OBJECTS = 60_000
 # own objects' attributes; an error's chain. Their values are crawled like any other.
 ALLOWED_DUNDERS = frozenset(
     {"__init__", "__class__", "__dict__", "__dataclass_fields__", "__context__", "__cause__"}
+    | {"__args__", "__origin__", "__parameters__", "__metadata__"}  # typing forms' parts
     | INERT_DUNDERS
     | CHANGING_DUNDERS
 )
@@ -197,6 +202,10 @@ seeds += [
     sys.stdout, sys.version_info, sys.float_info, sys.implementation, info, os.environ,
     pathlib.Path('a/b.txt'), pathlib.PureWindowsPath('c:/x'), pathlib.Path('a/b').parents,
     pathlib.PurePath('x'), decimal.getcontext(), hashlib.new('sha256'),
+    hashlib.shake_128(b'x'), hashlib.new('shake_256'), list[int], int | str,
+    typing.Optional[typing.List[int]], typing.Callable[[int], str], typing.Annotated[int, 'm'],
+    typing.Type[int], typing.get_origin, typing.get_args, functools.wraps(len)(lambda: 1),
+    type('Made', (Box,), {'size': 1, '__repr__': lambda self: 'made'}),
 ]
 """
 
@@ -364,6 +373,8 @@ def _crawl(
             dunder = bare in PROBED_DUNDERS and bare not in ALLOWED_DUNDERS
             if bare in SCRIPT_ONLY_DUNDERS and _script_defined(value, scope):
                 dunder = False  # Box.__call__ the script wrote: its own function
+            if bare == "__wrapped__" and _script_defined(obj, scope):
+                dunder = False  # what functools.wraps stored on the script's own function
             if dunder and value is not None and type(value) is not str:
                 problems.append(f"{path}.{name}: a dunder reached ({type(value).__name__})")
                 continue
@@ -447,7 +458,8 @@ made = []
 for index in range(start, len(targets)):
     reached[0] = index
     for probe in probes:
-        for arguments in ((probe,), (probe, probe), (1, probe), (probe, 'a')):
+        # the last: type(name, bases, namespace) and other three-argument makers
+        for arguments in ((probe,), (probe, probe), (1, probe), (probe, 'a'), ('a', (), {'a': probe})):
             try:
                 made.append(targets[index](*arguments))
             except Exception:
@@ -484,7 +496,9 @@ def _leaks(value: Any, scope: dict[str, Any]) -> str | None:
     """What a call must never hand a script: a module, frame, code, ``type``, ``super``, a
     metaclass, or a host class the script could not otherwise name."""
     problem = _dangerous(value, scope)
-    if problem is None and isinstance(value, type) and not _nameable(value):
+    # a class of the script's own builtins (its type) it names already
+    builtin = any(value is named for named in scope["__builtins__"].values())
+    if problem is None and isinstance(value, type) and not _nameable(value) and not builtin:
         problem = "a host class"
     return problem
 
@@ -559,5 +573,9 @@ def test_no_script_class_escapes_the_ownership_rules() -> None:
     assert is_script_class(kind)
     outcome = sandbox.run("type(obj).__name__, type(type(obj)).__name__")
     assert outcome.value == ["B", "type"]
-    outcome = sandbox.run("type(type(obj))('C', (), {})")
+    # the class type() builds is the script's, made as a class statement makes it
+    assert sandbox.run("C = type(type(obj))('C', (B,), {'size': 1})").error is None
+    assert is_script_class(sandbox.globals["C"])
+    outcome = sandbox.run("type(type(obj))('D', (), {'__getattribute__': len})")
     assert outcome.error is not None
+    assert outcome.error.code == "CODE_SECURITY_VIOLATION"

@@ -73,6 +73,7 @@ BOMBS = {
     "comb": "import math\nmath.comb(10**8, 10**7)",
     "getrandbits": "import random\nrandom.getrandbits(10**10)",
     "own-random-bits": "import random\nrandom.Random(1).getrandbits(10**10)",
+    "shake-digest": "import hashlib\nhashlib.shake_256(b'x').hexdigest(10**10)",
     "re-sub-growth": "import re\nre.sub('', 'x' * 10**4, 'y' * 10**5)",
     # an augmented assignment inside a try body goes through the same guard as outside
     "inplace-attribute-in-try": "class O:\n    s = 'ab'\no = O()\ntry:\n    o.s *= 10**10\nfinally:\n    pass",

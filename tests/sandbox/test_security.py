@@ -37,7 +37,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("type-subclasses-call", "type.__subclasses__(object)", SEC),
     ("int-base", "int.__base__", SEC),
     ("hasattr-dunder", "hasattr(1, '__subclasshook__')", SEC),
-    ("type-three-args", "type('X', (), {'y': 1})", SEC),
+    ("type-three-args-new", "type('X', (), {'__new__': lambda cls: 1})()", SEC),
     ("metaclass-subclass-type", "class M(type):\n    pass", SEC),
     ("metaclass-keyword", "class X(metaclass=type):\n    pass", SEC),
     # Format strings
