@@ -29,7 +29,8 @@ def copy(value: Any) -> Any:
     if kind in _CONTAINERS or isinstance(value, collections.Counter):
         return _rebuild(value, list(value.items()) if hasattr(value, "items") else list(value))
     if is_script_class(kind):
-        return _copy_object(value, lambda item: item)
+        own = _own_method(kind, "__copy__")
+        return own(value) if own is not None else _copy_object(value, lambda item: item)
     return _opaque(value)
 
 
@@ -70,11 +71,23 @@ def _deep(value: Any, memo: dict[int, Any]) -> Any:
             copied = [_deep(item, memo) for item in value]
         result = _rebuild(value, copied)
     elif is_script_class(kind):
-        result = _copy_object(value, lambda item: _deep(item, memo), memo, key)
+        own = _own_method(kind, "__deepcopy__")
+        if own is not None:  # the script's own: it is handed the memo, a dict of its values
+            result = own(value, memo)
+        else:
+            result = _copy_object(value, lambda item: _deep(item, memo), memo, key)
     else:
         return _opaque(value)
     memo[key] = result
     return result
+
+
+def _own_method(kind: type, name: str) -> Any:
+    """``name`` as ``kind`` defines it, if a script class defines it (never a host's)."""
+    for klass in kind.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name] if klass in SCRIPT_CLASSES else None
+    return None
 
 
 def _rebuild(value: Any, items: list[Any]) -> Any:

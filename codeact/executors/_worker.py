@@ -35,6 +35,7 @@ import os
 import resource
 import select
 import signal
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
@@ -150,6 +151,7 @@ def apply_os_limits(limits: Limits, *, processes: bool = True) -> None:
 
 
 MIN_STACK_BYTES = 64 * 1024 * 1024
+SCRIPT_RECURSION_LIMIT = 6_000  # frames, the guards' included: CPython's depth for scripts
 MAX_STACK_BYTES = 1024 * 1024 * 1024
 
 
@@ -203,6 +205,10 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         return
     if isinstance(sandbox, Sandbox):
         sandbox.memory_baseline = resident_bytes()  # the worker is the session: all its memory
+        # The guards' frames count against the depth: with CPython's 1,000, a recursion
+        # through __getattr__ or a wrapper stops at a third of the depth CPython reaches.
+        # The worker's stack (at least MIN_STACK_BYTES) holds this many C-level frames.
+        sys.setrecursionlimit(SCRIPT_RECURSION_LIMIT)
         sandbox.teardown_generation = 2
     signal.signal(signal.SIGUSR1, lambda signum, frame: sandbox.abort())
 

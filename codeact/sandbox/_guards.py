@@ -262,11 +262,27 @@ class Guards:
         kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
         raise SecurityViolation(f"{kind} objects cannot be modified from scripts")
 
+    def write_instance(self, obj: Any) -> Any:
+        """``obj.__repr__ = f``: on the script's own instances, where a dunder is plain data
+        (operators read the class's). A class's are bound where it is made: assigned later,
+        they would skip its factory (``__exit__``'s wrapper, ``__hash__`` on a str)."""
+        if isinstance(obj, type):
+            raise SecurityViolation(
+                "a class's dunder methods are bound in its class body, not assigned later"
+            )
+        return self.write(obj)
+
     def setattr(self, obj: Any, name: str, value: Any) -> None:
+        if type(name) is str and name in CLASS_BODY_DUNDERS:
+            setattr(self.write_instance(obj), name, value)
+            return
         check_settable(name)
         setattr(self.write(obj), name, value)
 
     def delattr(self, obj: Any, name: str) -> None:
+        if type(name) is str and name in CLASS_BODY_DUNDERS:
+            delattr(self.write_instance(obj), name)
+            return
         if type(name) is not str or name[:1] == "_":
             raise SecurityViolation(f"deleting the attribute {name!r} is not allowed")
         delattr(self.write(obj), name)
@@ -856,7 +872,13 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
             return obj
         return slow_write(obj)
 
-    return {"_mul_": mul, "_mod_": mod, "_write_": write, "_floordiv_": guards.floordiv}
+    return {
+        "_mul_": mul,
+        "_mod_": mod,
+        "_write_": write,
+        "_write_instance_": guards.write_instance,
+        "_floordiv_": guards.floordiv,
+    }
 
 
 # Long division and gcd are quadratic in C and cannot be interrupted: their work (bits of

@@ -91,7 +91,8 @@ _OPERATORS = [
 # inside the sandbox (results are converted to plain data before leaving it). Absent
 # on purpose: ``__del__`` (it runs wherever the collector runs, unwatched),
 # ``__getattribute__``, ``__new__`` (it would build uninitialised host objects),
-# ``__await__``, ``__set_name__`` and ``__class_getitem__``.
+# ``__await__``, ``__class_getitem__``, and the descriptor protocol (``__get__``,
+# ``__set_name__``: code run wherever an attribute is read, the host's reads included).
 SCRIPT_DUNDERS = frozenset(
     ALLOWED_FUNC_NAMES
     | {f"__{op}__" for op in _OPERATORS}
@@ -137,6 +138,11 @@ SCRIPT_DUNDERS = frozenset(
         "__ceil__",
         "__post_init__",
         "__init_subclass__",
+        # copies (the copy facade calls the script's own), paths, bytes
+        "__copy__",
+        "__deepcopy__",
+        "__fspath__",
+        "__bytes__",
     }
 )
 
@@ -258,6 +264,13 @@ class CodeActPolicy(RestrictingNodeTransformer):
                 copy_locations(call, node)
                 return call
             node.value = _call("_write_", node.value)
+            copy_locations(node.value, node)
+            return node
+        if node.attr in CLASS_BODY_DUNDERS and isinstance(node.ctx, ast.Store | ast.Del):
+            # number.__abs__ = None: on the script's own instances only (a class's dunders
+            # are bound where the class is made, by its factory's rules)
+            node = self.node_contents_visit(node)
+            node.value = _call("_write_instance_", node.value)
             copy_locations(node.value, node)
             return node
         if (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import anyio
@@ -321,5 +322,54 @@ async def test_when_every_session_is_busy_a_new_one_gets_a_clear_error() -> None
         assert "at most 2 sessions at once" in refused.error.message
         assert len(executor.workers) == 2
         assert (await run(executor, "add(1, 2)", session="three")).value == 3  # room again
+    finally:
+        await executor.aclose()
+
+
+# Recursion a CPython script reaches (depth 900 of its 1,000), through the constructs
+# whose guards add frames of their own: it must not stop early in a worker.
+DEEP_RECURSIONS = {
+    "plain": "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\nf(900)",
+    "getattr": (
+        "class G:\n    def __init__(self, n):\n        self.n = n\n"
+        "    def __getattr__(self, name):\n"
+        "        return 0 if self.n == 0 else getattr(G(self.n - 1), name)\nG(900).missing"
+    ),
+    "decorated": (
+        "def deco(fn):\n    def wrapper(*args):\n        return fn(*args)\n    return wrapper\n"
+        "@deco\ndef f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\nf(450)"
+    ),
+    "repr": (
+        "class Node:\n    def __init__(self, n):\n        self.n = n\n"
+        "    def __repr__(self):\n        return 'x' if self.n == 0 else repr(Node(self.n - 1))\n"
+        "repr(Node(300))"
+    ),
+}
+
+
+@pytest.mark.parametrize("script", DEEP_RECURSIONS.values(), ids=DEEP_RECURSIONS.keys())
+async def test_a_worker_recurses_as_deep_as_cpython_and_endless_recursion_is_a_limit(
+    script: str,
+) -> None:
+    errors: list[BaseException] = []
+
+    def under_cpython() -> None:  # a thread of its own: its depth starts at zero
+        try:
+            exec(compile(script, "<cpython>", "exec"), {})
+        except BaseException as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=under_cpython)
+    thread.start()
+    thread.join()
+    assert errors == []  # CPython reaches this depth
+    executor = ProcessExecutor(limits=LIMITS, warm=0)
+    try:
+        outcome = await run(executor, script)
+        assert outcome.error is None, outcome.error
+        endless = await run(executor, "def f(n):\n    return f(n + 1)\nf(0)")
+        assert endless.error is not None
+        assert endless.error.code == "CODE_RESOURCE_LIMIT"
+        assert (await run(executor, "1 + 1")).value == 2  # the worker lives on
     finally:
         await executor.aclose()

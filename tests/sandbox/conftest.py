@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -55,19 +56,26 @@ class Runner:
 
     One event loop (a blocking portal) serves every runner of a test session, so the
     process executor's workers and the registry live on the same loop, as in a host.
+    A module's process runners share one executor per set of limits (its template forks
+    each runner's worker): each runner is a session of its own, so a worker of its own.
     """
 
     portal: BlockingPortal
+    shared: ClassVar[dict[Limits, ProcessExecutor]] = {}
+    _numbers = itertools.count()
 
     def __init__(self, limits: Limits | None = None, *, kind: str = "inprocess") -> None:
         self.registry = make_registry()
         self.limits = limits or Limits(wall_seconds=2.0, cpu_seconds=2.0)
         self.kind = kind
-        self.executor: InProcessExecutor | ProcessExecutor = (
-            InProcessExecutor(limits=self.limits)
-            if kind == "inprocess"
-            else ProcessExecutor(limits=self.limits, warm=0)
-        )
+        self.session = f"test-{next(self._numbers)}"
+        self.executor: InProcessExecutor | ProcessExecutor
+        if kind == "inprocess":
+            self.executor = InProcessExecutor(limits=self.limits)
+        else:
+            self.executor = self.shared.setdefault(
+                self.limits, ProcessExecutor(limits=self.limits, warm=0)
+            )
         self.tools = {t.name: t.parameter_names for t in bindable_tools(self.registry)}
 
     async def _call_tool(self, name: str, arguments: dict[str, Any]) -> ToolExecutionResult:
@@ -76,15 +84,18 @@ class Runner:
     def __call__(self, source: str) -> ScriptOutcome:
         return self.portal.call(
             lambda: self.executor.run(
-                source, session="test", tools=self.tools, call_tool=self._call_tool
+                source, session=self.session, tools=self.tools, call_tool=self._call_tool
             )
         )
 
     def reset(self) -> None:
-        self.portal.call(self.executor.reset, "test")
+        self.portal.call(self.executor.reset, self.session)
 
     def close(self) -> None:
-        self.portal.call(self.executor.aclose)
+        if self.kind == "inprocess":
+            self.portal.call(self.executor.aclose)
+        else:  # its session's worker; the executor serves the next runners
+            self.portal.call(self.executor.close_session, self.session)
 
 
 EXECUTORS = ["inprocess", "process"]
@@ -95,6 +106,16 @@ def _portal() -> Iterator[None]:
     with start_blocking_portal("asyncio") as portal:
         Runner.portal = portal
         yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shared_executors() -> Iterator[None]:
+    """A module's process runners share executors; none outlives the module, so tests
+    elsewhere that count the processes they leave behind count exactly."""
+    yield
+    for executor in Runner.shared.values():
+        Runner.portal.call(executor.aclose)
+    Runner.shared.clear()
 
 
 @pytest.fixture(params=EXECUTORS)

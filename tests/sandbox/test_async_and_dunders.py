@@ -151,6 +151,17 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("class-body-hash-on-a-str", "class S(str):\n    __hash__ = None\nS('a')", SEC),
     ("class-body-other-dunder", "class A:\n    __class_getitem__ = print\nA[1]", SEC),
     ("method-local-dunder", "class A:\n    def f(self):\n        __repr__ = 1\nA", SEC),
+    # a class's dunders are bound where it is made, never assigned later (its factory's
+    # rules: __exit__ wrapped so it cannot swallow a limit, no __hash__ on a str subclass)
+    ("class-dunder-assigned-later", "class A:\n    pass\nA.__repr__ = lambda s: 'x'", SEC),
+    (
+        "class-exit-set-later",
+        "class A:\n    def __enter__(self):\n        return self\n"
+        "setattr(A, '__exit__', lambda *a: True)\nwith A():\n    'x' * 10**10",
+        SEC,
+    ),
+    ("str-subclass-hash-deleted-later", "class S(str):\n    pass\ndel S.__hash__", SEC),
+    ("facade-dunder-assigned", "import math\nmath.__abs__ = 1", SEC),
     # type() with three arguments binds only what a class statement may
     ("type-binds-getattribute", "type('X', (), {'__getattribute__': lambda s, n: 1})()", SEC),
     ("type-binds-del", "type('X', (), {'__del__': print})()", SEC),
