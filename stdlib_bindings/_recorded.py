@@ -32,6 +32,9 @@ INT_KINDS = frozenset(
 # What each clock reads live. A script's process time is its own thread's CPU time: in
 # process it would be the whole host's, which says what other sessions are doing.
 LIVE_CLOCKS = {"process_time": "thread_time", "process_time_ns": "thread_time_ns"}
+# The kernel's entropy as it was at import: a CPython worker wraps os.urandom in place to
+# tape it, and the tape must still reach the kernel (not its own wrapper) for fresh bytes.
+KERNEL_ENTROPY = os.urandom
 
 
 class Tape:
@@ -116,7 +119,7 @@ def entropy(size: int) -> bytes:
         raise ValueError("the number of bytes must be a non-negative integer")
     if size > MAX_ENTROPY_BYTES:
         raise LimitExceeded("sequence size", f"more than {MAX_ENTROPY_BYTES:,} random bytes")
-    recorded = TAPE.read("entropy", lambda: os.urandom(size).hex())
+    recorded = TAPE.read("entropy", lambda: KERNEL_ENTROPY(size).hex())
     return bytes.fromhex(recorded)
 
 

@@ -169,11 +169,8 @@ def make_executor(options: argparse.Namespace, durable: Durable | None = None) -
     packages = tuple(getattr(options, "package", None) or ())
     if packages and interpreter != "cpython":
         raise UsageFailure("--package is for --interpreter cpython")
-    if interpreter == "cpython" and (options.executor != "process" or durable is not None):
-        raise UsageFailure(
-            "--interpreter cpython runs in worker processes (--executor process), and not "
-            "for recorded runs (--record, --ask, --preview need the restricted interpreter)"
-        )
+    if interpreter == "cpython" and options.executor != "process":
+        raise UsageFailure("--interpreter cpython runs in worker processes (--executor process)")
     if options.executor == "inprocess":
         return InProcessExecutor(limits=limits)
     if options.executor == "process":

@@ -40,6 +40,7 @@ from ..contract._exceptions import ErrorCode, ToolError
 from ..contract._json import JsonValue
 from ..sandbox import Limits, ScriptError, ScriptOutcome
 from ..sandbox._compiler import SCRIPT_FILENAME
+from ..sandbox._errors import LimitExceeded
 from ..sandbox._interpreter import (
     _bounded,
     _exception_text,
@@ -49,9 +50,11 @@ from ..sandbox._interpreter import (
     plain_result,
 )
 from ..sandbox._outcome import ToolCallRecord
+from ..sandbox._pending import CALLS, PreviewStop, marked
 from ..sandbox._printed import Printed
 from ..sandbox._transformer import ASYNC_TAKERS, _awaitable_arguments, _callee_name
 from ._confine import REQUIRED_LAYERS, ConfinementReport
+from ._cpython_readings import reseed
 
 INTERPRETERS = ("restricted", "cpython")
 MIN_LANDLOCK_ABI = 6  # signals and abstract sockets scoped to the worker's own domain
@@ -223,6 +226,9 @@ class ScriptTool:
             if key in arguments:
                 raise TypeError(f"{self._name}() got multiple values for argument {key!r}")
             arguments[key] = value
+        if CALLS.noting:  # a recorded run: planned writes' results travel as their marks
+            arguments = marked(arguments)
+            CALLS.note(arguments)  # the line that made the call, for the run's record
         return arguments
 
     def __repr__(self) -> str:
@@ -376,6 +382,7 @@ class CPythonScripts:
 
     def reset(self) -> None:
         self._names = self._fresh()
+        reseed()  # a recorded session's generators start from its record
 
     def close(self) -> None:
         self._names = {}
@@ -524,8 +531,10 @@ class CPythonScripts:
         known = described(error)
         if isinstance(error, _Aborted):
             code, message = ErrorCode.ABORTED, "the script was aborted"
-        elif isinstance(error, _Limit):
+        elif isinstance(error, _Limit | LimitExceeded):
             code, message = ErrorCode.CODE_RESOURCE_LIMIT, error.message
+        elif isinstance(error, PreviewStop):  # a preview read a planned write's result
+            code, message = ErrorCode.PREVIEW_STOPPED, error.message
         elif known is not None:
             code, message = known
         else:

@@ -48,6 +48,7 @@ from ..sandbox import Limits, Sandbox, ScriptError, ScriptOutcome
 from ..sandbox._limits import resident_bytes
 from ..sandbox._outcome import outcome_to_json
 from ..sandbox._pending import CALLS, Pending
+from . import _cpython_readings as readings
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
 from ._cpython import CPythonScripts, preload, refusal
 from ._spin import READ_CHUNK, Spinner
@@ -185,6 +186,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         packages = tuple(str(name) for name in init.get("packages") or ())
         user = init.get("user")
         preload(packages, dropping_user=os.geteuid() == 0 and user is not None)
+        readings.install()  # a recorded run's clock and entropy go through its tape
         sandbox = CPythonScripts(limits, packages)
     else:
         sandbox = Sandbox(
@@ -263,14 +265,6 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
             current["run"] = message.get("run", 0)
             tools = {name: tuple(params) for name, params in message.get("tools", {}).items()}
             tape = message.get("tape")
-            if isinstance(tape, dict) and isinstance(sandbox, CPythonScripts):
-                error = ScriptError(
-                    code=ErrorCode.CODE_RUNTIME_ERROR,
-                    message="durable runs need the restricted interpreter (its clock and "
-                    "entropy are recorded; CPython's are not)",
-                )
-                channel.send_encoded(_done(ScriptOutcome(error=error), current["run"], {}))
-                continue
             if isinstance(tape, dict):  # a durable run: readings served, then recorded
                 TAPE.start(list(tape.get("replay") or []))
                 CALLS.start()

@@ -265,7 +265,7 @@ def test_a_worker_missing_a_layer_is_refused_through_the_whole_path() -> None:
     assert "simulated" in result.text
 
 
-def test_confinement_off_and_durable_runs_are_refused_clearly() -> None:
+def test_confinement_off_an_unknown_interpreter_and_stray_packages_are_refused_clearly() -> None:
     with pytest.raises(ValueError, match="kernel as their only boundary"):
         ProcessExecutor(interpreter="cpython", confinement="off")
     with pytest.raises(ValueError, match="interpreter must be one of"):
