@@ -338,7 +338,12 @@ class CPythonScripts:
 
     @staticmethod
     def _fresh() -> dict[str, Any]:
-        return {"__name__": "__main__", "__builtins__": builtins, ASYNC_CALL_NAME: _async_call}
+        return {
+            "__name__": "__main__",
+            "__builtins__": builtins,
+            "ToolError": ToolError,  # what a failed tool raises, by the name both modes give it
+            ASYNC_CALL_NAME: _async_call,
+        }
 
     # What the worker asks of a session ----------------------------------------------
 

@@ -61,7 +61,7 @@ class Runner:
     """
 
     portal: BlockingPortal
-    shared: ClassVar[dict[Limits, ProcessExecutor]] = {}
+    shared: ClassVar[dict[tuple[Limits, str], ProcessExecutor]] = {}
     _numbers = itertools.count()
 
     def __init__(self, limits: Limits | None = None, *, kind: str = "inprocess") -> None:
@@ -73,8 +73,10 @@ class Runner:
         if kind == "inprocess":
             self.executor = InProcessExecutor(limits=self.limits)
         else:
+            interpreter = "cpython" if kind == "cpython" else "restricted"
             self.executor = self.shared.setdefault(
-                self.limits, ProcessExecutor(limits=self.limits, warm=0)
+                (self.limits, interpreter),
+                ProcessExecutor(limits=self.limits, interpreter=interpreter, warm=0),
             )
         self.tools = {t.name: t.parameter_names for t in bindable_tools(self.registry)}
 
@@ -99,6 +101,8 @@ class Runner:
 
 
 EXECUTORS = ["inprocess", "process"]
+# The same scripts as plain CPython in a confined worker (``interpreter="cpython"``).
+CPYTHON_WORKER = "cpython"
 
 
 @pytest.fixture(scope="session", autouse=True)
