@@ -21,8 +21,6 @@ if TYPE_CHECKING:
         TokenBudgetExceeded,
         TurnStream,
     )
-    from .code_mode._durable import Durable, PendingCall, ReplayDiverged, idempotency_key
-    from .code_mode._plan import Approval, Plan, PlannedWrite, PlanPolicy, PreviewEnd
     from .code_mode._run_code import run_code_tool
     from .comparison._compare import Comparison, ComparisonTask, Interval, RunRecord, compare
     from .comparison._real import Cassette, CassetteMismatch, CassetteModel
@@ -75,6 +73,8 @@ if TYPE_CHECKING:
     )
     from .contract._tool import Tool, tool
     from .contract._tracing import configure_tracing
+    from .durable._plan import Approval, Plan, PlannedWrite, PlanPolicy, PreviewEnd
+    from .durable._record import Durable, PendingCall, ReplayDiverged, idempotency_key
     from .executors._confine import ConfinementReport
     from .executors._in_process import Executor, InProcessExecutor
     from .executors._process import ProcessExecutor
@@ -154,15 +154,15 @@ _EXPORTS: dict[str, str] = {
     "Action": ".contract._policy",
     "LATER": ".contract._policy",
     "Later": ".contract._policy",
-    "Durable": ".code_mode._durable",
-    "Approval": ".code_mode._plan",
-    "Plan": ".code_mode._plan",
-    "PlannedWrite": ".code_mode._plan",
-    "PlanPolicy": ".code_mode._plan",
-    "PreviewEnd": ".code_mode._plan",
-    "PendingCall": ".code_mode._durable",
-    "ReplayDiverged": ".code_mode._durable",
-    "idempotency_key": ".code_mode._durable",
+    "Durable": ".durable._record",
+    "Approval": ".durable._plan",
+    "Plan": ".durable._plan",
+    "PlannedWrite": ".durable._plan",
+    "PlanPolicy": ".durable._plan",
+    "PreviewEnd": ".durable._plan",
+    "PendingCall": ".durable._record",
+    "ReplayDiverged": ".durable._record",
+    "idempotency_key": ".durable._record",
     "Agent": ".agent._loop",
     "Approver": ".contract._policy",
     "CodeActError": ".contract._exceptions",

@@ -17,7 +17,6 @@ from typing import TypeAlias
 
 import anyio
 
-from ..code_mode._plan import Approval
 from ..contract._abort import AbortSignal
 from ..contract._events import (
     DispatchEvent,
@@ -29,6 +28,7 @@ from ..contract._events import (
     ToolProgress,
 )
 from ..contract._results import ImageBlock
+from ..durable._plan import Approval
 from ..providers._models import Delta, Model, ModelError, ModelReply, ModelRequest
 from ..runtime._modes import Mode, Runtime
 from ..session._session import (

@@ -28,8 +28,8 @@ from ..sandbox import Limits
 from ._parser import Parser, non_negative, positive, quiet_on_closed_pipe
 
 if TYPE_CHECKING:
-    from ..code_mode._durable import Durable
     from ..contract._policy import Policy
+    from ..durable._record import Durable
     from ..mcp._stopping import Stopping
     from ..runtime._modes import Runtime
 
@@ -202,8 +202,8 @@ async def run_previewed(
     source: str, *, registry: ToolRegistry, limits: Limits, folder: str
 ) -> ToolExecutionResult:
     """Run ``source`` previewed: its plan is shown on stderr and decided on stdin, once."""
-    from ..code_mode._durable import Durable
     from ..contract._policy import RulePolicy
+    from ..durable._record import Durable
     from ..runtime._modes import Runtime
     from ..session._stores import SqliteStore
 
@@ -229,7 +229,7 @@ MAX_ASKS = 5  # an answer that stays unclear this often is a no
 def ask_on_terminal(question: Any) -> bool | dict[str, bool]:
     """The command line's approver: a plan (or a call) shown on stderr, answered on stdin
     with y, n, or per tool (``send=y,log=n``); an unclear answer is asked again."""
-    from ..code_mode._plan import Plan
+    from ..durable._plan import Plan
 
     plan = isinstance(question, Plan)
     if plan:
@@ -405,8 +405,8 @@ def _recorded(options: argparse.Namespace, registry: ToolRegistry) -> Iterator[D
     """The durable record a server keeps: in ``--record``'s SQLite file, or, when a policy
     may ask (a run then waits for the client's answer), in a file of a folder of its own
     that goes with the server. None when nothing needs one."""
-    from ..code_mode._durable import Durable
     from ..contract._policy import Action, RulePolicy
+    from ..durable._record import Durable
     from ..session._stores import SqliteStore
 
     policy = registry.own_policy

@@ -30,8 +30,8 @@ from ._stubs import stubs
 if TYPE_CHECKING:
     from opentelemetry.context import Context
 
-    from ._durable import Durable
-    from ._plan import PlanPolicy
+    from ..durable._plan import PlanPolicy
+    from ..durable._record import Durable
 
 RUN_CODE = "run_code"
 DEFAULT_SESSION = "default"
@@ -193,8 +193,6 @@ def run_code_tool(
         real = named.tool_name  # a script calls get_sum; the registry knows get-sum
         this_session = SCRIPT_SESSION.get() or session
         if durable is not None and this_session not in names_by_session:
-            from ._durable_run import known_names
-
             names_by_session[this_session] = known_names(durable, this_session)
         session_names = names_by_session.setdefault(this_session, set())
         # advice, never a refusal: the script runs as CPython would run it (a print before
@@ -236,8 +234,8 @@ def run_code_tool(
         )
         try:
             if durable is not None:
-                from ._commit import run_with_plans
-                from ._durable_run import Surroundings
+                from ..durable._commit import run_with_plans
+                from ..durable._run import Surroundings
 
                 around = Surroundings(
                     registry=registry,
@@ -319,6 +317,14 @@ PREVIEW_PARAMETER: dict[str, JsonValue] = {
         "placeholder), and the whole plan is approved once before its writes are made."
     ),
 }
+
+
+def known_names(durable: Durable, session: str) -> set[str]:
+    """The names the session's recorded runs define (for the pre-run check)."""
+    names: set[str] = set()
+    for run in durable.runs(session):
+        names.update(script_names(run.started.source))
+    return names
 
 
 def _script_result(

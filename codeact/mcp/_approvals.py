@@ -24,8 +24,8 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..code_mode._durable import EFFECT_UNKNOWN, PendingCall
 from ..contract._json import dumps
+from ..durable._record import EFFECT_UNKNOWN, PendingCall
 from ._sessions import Placement
 
 APPROVE = "approve"

@@ -20,7 +20,6 @@ from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 
-from ..code_mode._durable import PendingCall, ReplayDiverged
 from ..code_mode._run_code import PERSIST_SENTENCE, RUN_CODE
 from ..contract import _results as blocks
 from ..contract._abort import AbortSignal
@@ -30,6 +29,7 @@ from ..contract._json import dumps, thaw
 from ..contract._policy import DECIDED
 from ..contract._results import ToolExecutionResult, failure
 from ..contract._tool import Tool
+from ..durable._record import PendingCall, ReplayDiverged
 from ..runtime._modes import Mode, Runtime
 from ._approvals import (
     APPROVE_SCHEMA,

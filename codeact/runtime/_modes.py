@@ -23,8 +23,8 @@ from ..sandbox import Limits
 from ._background import BackgroundLoop, close_at_exit
 
 if TYPE_CHECKING:  # what durable runtimes use is loaded by those who make one
-    from ..code_mode._durable import Durable, PendingCall
-    from ..code_mode._plan import Approval, Plan, PlanPolicy
+    from ..durable._plan import Approval, Plan, PlanPolicy
+    from ..durable._record import Durable, PendingCall
 
 DEFAULT_LAZY_THRESHOLD = 40
 LOG = logging.getLogger("codeact")
@@ -261,8 +261,8 @@ class Runtime:
         """The calls ``session``'s unfinished run waits on (empty: none waits): deferred
         ones, and those a crash left with an unknown effect. A read-only or idempotent call
         a crash cut short is not among them: the resume makes it again."""
-        from ..code_mode._durable_run import repeatable_in
         from ..code_mode._run_code import script_tools
+        from ..durable._run import repeatable_in
 
         named = script_tools(self.registry)  # the record names tools as scripts call them
         check = repeatable_in(self.registry)
@@ -289,7 +289,7 @@ class Runtime:
         amends the script: it must make the recorded calls, in order, up to where the run
         stopped, and is recorded as the run's source from then on.
         """
-        from ..code_mode._durable import ReplayDiverged
+        from ..durable._record import ReplayDiverged
 
         result = await self._resumed(session or self._session, decisions, source, abort)
         if result.is_error and result.error.code == ErrorCode.REPLAY_DIVERGED:
@@ -308,7 +308,7 @@ class Runtime:
     ) -> ToolExecutionResult:
         """The resumed run's run_code result, as it is."""
         self._check_open()
-        from ..code_mode._durable_run import RESUMING, Resume
+        from ..durable._run import RESUMING, Resume
 
         runs = self._durable().runs(name)
         if not runs:
@@ -334,8 +334,8 @@ class Runtime:
         """Run ``source`` with its reads made and its writes planned, not made; the plan it
         leaves waits for ``commit``. A script that writes nothing simply ran: its plan has
         no writes and holds what it returned."""
-        from ..code_mode._commit import PREVIEW_ONLY
-        from ..code_mode._plan import Plan
+        from ..durable._commit import PREVIEW_ONLY
+        from ..durable._plan import Plan
 
         self._check_open()
         name = session or self._session
@@ -359,7 +359,7 @@ class Runtime:
 
     def plan(self, session: str | None = None) -> Plan | None:
         """The plan ``session``'s previewed run waits on (None: no plan waits)."""
-        from ..code_mode._preview import plan_of
+        from ..durable._preview import plan_of
 
         name = session or self._session
         runs = self._durable().runs(name)
@@ -383,7 +383,7 @@ class Runtime:
         (SUSPENDED). The plan's reads run again first: if one answers otherwise than in the
         preview, nothing is made (REPLAY_DIVERGED). The result is run_code's; a commit
         whose script goes on to write more waits again, on its next plan (SUSPENDED)."""
-        from ..code_mode._commit import checked, decline_plan
+        from ..durable._commit import checked, decline_plan
 
         name = session or self._session
         plan = self.plan(name)

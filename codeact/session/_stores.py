@@ -13,10 +13,9 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Self, cast
+from typing import Any, Protocol, Self, cast
 
-if TYPE_CHECKING:
-    from ._session import Event
+from ._events import CorruptLog, Event, event_from_json, event_to_json
 
 BUSY_SECONDS = 30.0  # how long a writer waits for another process's transaction
 
@@ -39,6 +38,92 @@ class ConcurrentWriter(RuntimeError):
     continuing one session, and this one's view of it is stale."""
 
 
+class JsonlStore:
+    """Events as JSON lines, appended and flushed one by one.
+
+    A torn last line (a crash in the middle of a write) is detected and dropped on
+    load; a bad line anywhere else is an error, never silently skipped.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self.dropped_torn_line = False
+        self._offset: int | None = None  # where this store last read or wrote to
+
+    @property
+    def name(self) -> str:
+        """The session's name: the file's, without its suffix."""
+        return self.path.stem
+
+    def load(self) -> list[Event]:
+        if not self.path.exists():
+            return []
+        raw = self.path.read_bytes()
+        self._offset = len(raw)
+        lines = raw.split(b"\n")
+        events: list[Event] = []
+        for index, line in enumerate(lines):
+            if not line.strip():
+                continue
+            last = index >= len(lines) - 1 or not any(rest.strip() for rest in lines[index + 1 :])
+            try:
+                event = event_from_json(line.decode("utf-8"))
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                if last and not raw.endswith(b"\n"):
+                    self.dropped_torn_line = True
+                    self._truncate_to(len(raw) - len(line))
+                    break
+                raise CorruptLog(
+                    f"{self.path}: session {self.name!r}, line {index + 1} is unreadable "
+                    f"({type(error).__name__}: {error})"[:600]
+                ) from None
+            if event.seq != len(events) + 1:  # events are numbered as they were appended
+                raise CorruptLog(
+                    f"{self.path}: session {self.name!r}, line {index + 1} holds event "
+                    f"{event.seq} where event {len(events) + 1} belongs"
+                )
+            events.append(event)
+        return events
+
+    def load_after(self, seq: int) -> list[Event]:
+        """The events after ``seq``: read from where this store last read or wrote."""
+        offset = self._offset
+        if offset is None or not self.path.exists() or self.path.stat().st_size < offset:
+            return [event for event in self.load() if event.seq > seq]
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            raw = handle.read()
+        if not raw.endswith(b"\n"):  # a line being written: read it when it is whole
+            raw = raw[: raw.rfind(b"\n") + 1]
+        events = []
+        for line in raw.splitlines():
+            if not line.strip():
+                continue
+            try:
+                events.append(event_from_json(line.decode("utf-8")))
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                raise CorruptLog(
+                    f"{self.path}: session {self.name!r}, an event after event {seq} is "
+                    f"unreadable ({type(error).__name__}: {error})"[:600]
+                ) from None
+        self._offset = offset + len(raw)
+        return [event for event in events if event.seq > seq]
+
+    def append(self, event: Event) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(event_to_json(event) + "\n")
+            handle.flush()
+            if self.fsync:
+                os.fsync(handle.fileno())
+            if self._offset is not None:
+                self._offset = os.fstat(handle.fileno()).st_size
+
+    def _truncate_to(self, size: int) -> None:
+        with self.path.open("r+b") as handle:
+            handle.truncate(size)
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     session TEXT NOT NULL,
@@ -52,8 +137,6 @@ CREATE TABLE IF NOT EXISTS events (
 def _events(rows: Iterable[tuple[Any, Any]], where: str, session: str) -> list[Event]:
     """A store's rows (sequence number, body) as events; a row that is not one raises
     ``CorruptLog`` naming the store, the session and the row, before anything runs."""
-    from ._session import CorruptLog, event_from_json
-
     events: list[Event] = []
     for seq, body in rows:
         try:
@@ -136,8 +219,6 @@ class SqliteStore(_Connected):
     @contextlib.contextmanager
     def _readable(self) -> Iterator[None]:
         """A file that is not a SQLite database (or is a damaged one) is a corrupt store."""
-        from ._session import CorruptLog
-
         try:
             yield
         except sqlite3.DatabaseError as error:
@@ -148,8 +229,6 @@ class SqliteStore(_Connected):
             ) from None
 
     def append(self, event: Event) -> None:
-        from ._session import event_to_json
-
         with self._lock, self._readable():
             connection = self._connect()
             try:
@@ -223,8 +302,6 @@ class PostgresStore(_Connected):
     def append(self, event: Event) -> None:
         import psycopg
 
-        from ._session import event_to_json
-
         with self._lock:
             connection = self._connect()
             try:
@@ -267,4 +344,11 @@ class PostgresStore(_Connected):
         return self._connection
 
 
-__all__ = ["BUSY_SECONDS", "ConcurrentWriter", "EventStore", "PostgresStore", "SqliteStore"]
+__all__ = [
+    "BUSY_SECONDS",
+    "ConcurrentWriter",
+    "EventStore",
+    "JsonlStore",
+    "PostgresStore",
+    "SqliteStore",
+]

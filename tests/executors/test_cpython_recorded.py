@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from codeact import Durable, ProcessExecutor, ReplayDiverged, Runtime, SqliteStore, ToolCall
-from tests.code_mode.durable_host import HASH_SEED, KillAfter, Ledger, open_store, registry
-from tests.code_mode.test_crash_harness import settle
-from tests.code_mode.test_preview import World, world_tools
+from tests.durable.durable_host import HASH_SEED, KillAfter, Ledger, open_store, registry
+from tests.durable.test_crash_harness import settle
+from tests.durable.test_preview import World, world_tools
 
 pytestmark = [
     pytest.mark.anyio,

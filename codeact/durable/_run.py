@@ -31,7 +31,9 @@ from ..sandbox._outcome import outcome_from_json, outcome_to_json
 from ..session._run_events import RunEnded, RunPreviewed, RunStarted
 from ..session._session import Session
 from ..session._stores import ConcurrentWriter
-from ._durable import (
+from ._plan import Plan, PreviewEnd
+from ._preview import plan_of, stale_read
+from ._record import (
     RUN,
     Durable,
     DurableRun,
@@ -41,8 +43,6 @@ from ._durable import (
     decisions_for,
     lost_race,
 )
-from ._plan import Plan, PreviewEnd
-from ._preview import plan_of, stale_read
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -52,16 +52,6 @@ class Resume:
 
     decisions: Mapping[str, bool]
     plan_digest: str | None = None
-
-
-def known_names(durable: Durable, session: str) -> set[str]:
-    """The names the session's recorded runs define (for the pre-run check)."""
-    from ._precheck import script_names
-
-    names: set[str] = set()
-    for run in durable.runs(session):
-        names.update(script_names(run.started.source))
-    return names
 
 
 # Set by Runtime.resume around the run_code call it re-executes.
@@ -492,7 +482,6 @@ __all__ = [
     "Resume",
     "Surroundings",
     "decline",
-    "known_names",
     "repeatable_in",
     "run_durably",
 ]

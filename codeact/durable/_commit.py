@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from ..contract._exceptions import ErrorCode, ToolError, UsageError
 from ..contract._policy import LATER, Later
 from ..sandbox import ScriptOutcome
-from ._durable import Durable
-from ._durable_run import RESUMING, PlanReady, Resume, Surroundings, decline, run_durably
 from ._plan import Plan, PlanPolicy
+from ._record import Durable
+from ._run import RESUMING, PlanReady, Resume, Surroundings, decline, run_durably
 
 # Set by Runtime.preview: a plan is returned to the caller, the approver is not asked.
 PREVIEW_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar(

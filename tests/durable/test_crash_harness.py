@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from codeact import Durable, PendingCall, Runtime, ToolCall, ToolExecutionResult
-from codeact.code_mode._durable import EFFECT_UNKNOWN
-from tests.code_mode.durable_host import (
+from codeact.durable._record import EFFECT_UNKNOWN
+from tests.durable.durable_host import (
     HASH_SEED,
     HUNDRED_CALLS,
     KillAfter,
@@ -128,7 +128,7 @@ async def test_the_worker_killed_at_every_event_boundary(
 def zygote() -> Iterator[subprocess.Popen[str]]:
     """A host process that forks each crashing host from its imported self."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.code_mode.durable_host", "zygote"],
+        [sys.executable, "-m", "tests.durable.durable_host", "zygote"],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

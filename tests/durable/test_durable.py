@@ -35,8 +35,8 @@ from codeact import (
     thaw,
     tool,
 )
-from codeact.code_mode._durable import EFFECT_UNKNOWN
-from tests.code_mode.durable_host import (
+from codeact.durable._record import EFFECT_UNKNOWN
+from tests.durable.durable_host import (
     HASH_SEED,
     SESSION,
     Ledger,
@@ -270,7 +270,7 @@ def postgres() -> Iterator[str]:
 
 def _host(*arguments: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.code_mode.durable_host", *arguments],
+        [sys.executable, "-m", "tests.durable.durable_host", *arguments],
         cwd=REPO,
         capture_output=True,
         text=True,

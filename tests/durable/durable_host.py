@@ -1,5 +1,5 @@
 """A host for the durable-run tests: tools that count their effects in a ledger file, and
-the commands a second host process runs (``python -m tests.code_mode.durable_host ...``).
+the commands a second host process runs (``python -m tests.durable.durable_host ...``).
 
 The ledger is outside every host, as a real system's effects are: each effect is one
 line appended (``tool key``), so a host killed at any instant leaves whole lines. The

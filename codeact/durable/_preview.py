@@ -16,8 +16,8 @@ from typing import Any
 
 from ..contract._call import ToolCall
 from ..contract._registry import ToolRegistry
-from ._durable import RecordedRun, answer_json, shown_arguments
 from ._plan import Plan, PlannedWrite, PreviewEnd, loops_by_line, pending_refs
+from ._record import RecordedRun, answer_json, shown_arguments
 
 
 def plan_of(run: RecordedRun, session: str) -> Plan:
