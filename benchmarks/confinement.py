@@ -13,7 +13,8 @@ import anyio
 
 from codeact import Limits
 from codeact.executors._confine import Confinement
-from codeact.executors._process import ProcessExecutor, Worker, WorkerOptions
+from codeact.executors._process import ProcessExecutor
+from codeact.executors._worker_process import Worker, WorkerOptions
 
 from ._timing import header
 from .executor import CALLS, LIMITS, answer_at_once, median_per_item

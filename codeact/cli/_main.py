@@ -446,7 +446,8 @@ def command_doctor(options: argparse.Namespace) -> int:
     """Start one worker the way the process executor would and print what confines it."""
     from ..executors._confine import ConfinementReport
     from ..executors._cpython import refusal
-    from ..executors._process import ProcessExecutor, Worker, WorkerLost, WorkerOptions
+    from ..executors._process import ProcessExecutor
+    from ..executors._worker_process import Worker, WorkerLost, WorkerOptions
     from ..sandbox import Limits
 
     async def check() -> tuple[ConfinementReport, ConfinementReport | None]:

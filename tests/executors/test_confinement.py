@@ -24,7 +24,8 @@ import anyio
 import pytest
 
 from codeact.executors._confine import REQUIRED_LAYERS
-from codeact.executors._process import ProcessExecutor, Worker, WorkerLost, WorkerOptions
+from codeact.executors._process import ProcessExecutor
+from codeact.executors._worker_process import Worker, WorkerLost, WorkerOptions
 from codeact.sandbox import Limits
 from tests.hosts import REPO, machine_lock, start_host
 
@@ -172,7 +173,7 @@ def test_a_worker_dies_with_its_host(tmp_path: Path) -> None:
     """A host killed outright: its worker gets SIGKILL from the kernel, not an orphan's life."""
     body = (
         "import anyio\n"
-        "from codeact.executors._process import Worker\n"
+        "from codeact.executors._worker_process import Worker\n"
         "from codeact.sandbox import Limits\n"
         "async def main():\n"
         "    worker = await Worker.start(Limits(), frozenset())\n"

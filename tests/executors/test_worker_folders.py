@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from codeact.executors._process import FOLDER_PREFIX, ProcessExecutor
-from codeact.executors._worker_folders import new_folder, remove_folder, sweep_stale_folders
+from codeact.executors._process import ProcessExecutor
+from codeact.executors._worker_folders import (
+    FOLDER_PREFIX,
+    new_folder,
+    remove_folder,
+    sweep_stale_folders,
+)
 from codeact.sandbox import Limits
 from tests.executors.test_process import run
 from tests.hosts import start_host

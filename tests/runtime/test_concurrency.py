@@ -21,7 +21,8 @@ from codeact import Runtime, ToolCall, ToolExecutionResult, ToolRegistry, tool
 from codeact.contract._json import thaw
 from codeact.contract._policy import Action, Rule, RulePolicy
 from codeact.executors._in_process import Executor, InProcessExecutor
-from codeact.executors._process import FOLDER_PREFIX, ProcessExecutor
+from codeact.executors._process import ProcessExecutor
+from codeact.executors._worker_folders import FOLDER_PREFIX
 from codeact.sandbox import Limits
 from tests.hosts import REPO, children_of, start_host, wait_until_listening
 

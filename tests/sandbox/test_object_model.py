@@ -313,10 +313,17 @@ urllib.parse.quote("a b", safe=Text("/ "))
 
 
 def test_nothing_of_a_closed_session_stays_in_host_caches() -> None:
+    # another test's session in this process may have left a Text not yet collected
+    earlier = list(SCRIPT_CLASSES)
     sandbox = Sandbox()
     outcome = sandbox.run(KEEPERS)
     assert outcome.ok, outcome.error
-    made = [weakref.ref(c) for c in list(SCRIPT_CLASSES) if c.__name__ in ("Text", "Number")]
+    made = [
+        weakref.ref(c)
+        for c in list(SCRIPT_CLASSES)
+        if c.__name__ in ("Text", "Number") and not any(c is e for e in earlier)
+    ]
+    del earlier
     assert len(made) == 2
     sandbox.close()
     del sandbox, outcome
@@ -409,7 +416,7 @@ FREEZES = {
         "except Exception:\n    pass\n'caught'"
     ),
     "groupby skipping with a C key": (
-        "import itertools\nxs = [1] * 60_000\ng = itertools.groupby(xs, key=xs.count)\n"
+        "import itertools\nxs = [1] * 300_000\ng = itertools.groupby(xs, key=xs.count)\n"
         "next(g)\nnext(g, None)"
     ),
     "json.loads with a C hook": (
