@@ -51,7 +51,7 @@ from typing import Any
 
 from codeact.sandbox._builtins import guarded_type
 from codeact.sandbox._errors import LimitExceeded, may_suppress
-from codeact.sandbox._guards import Builtin, Guards, exact_index, ticking
+from codeact.sandbox._guards import Builtin, Guards
 from codeact.sandbox._ownership import (
     SHOWN,
     exact_arguments,
@@ -59,6 +59,7 @@ from codeact.sandbox._ownership import (
     register_readable,
 )
 from codeact.sandbox._sealed import seal
+from codeact.sandbox._work_bounds import exact_index, ticking
 
 from . import _recorded as recorded
 from ._facade import Facade, pick

@@ -10,7 +10,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from codeact.sandbox._guards import ticking, ticking_factory
+from codeact.sandbox._work_bounds import ticking, ticking_factory
 
 
 class Facade:

@@ -43,20 +43,7 @@ import regex
 from codeact.contract._exceptions import ToolError
 from codeact.sandbox._builtins import guarded_type
 from codeact.sandbox._errors import LimitExceeded, SecurityViolation
-from codeact.sandbox._guards import (
-    MAX_DIVISION_WORK,
-    OPAQUE_CLASSES,
-    Guards,
-    OpaqueType,
-    ScriptFormatter,
-    check_gcd,
-    exact_index,
-    interruptible,
-    python_reduce,
-    ticking,
-    ticking_factory,
-    with_interruptible_callbacks,
-)
+from codeact.sandbox._guards import OPAQUE_CLASSES, Guards, OpaqueType, ScriptFormatter
 from codeact.sandbox._ownership import (
     SCRIPT_CLASSES,
     exact_arguments,
@@ -66,6 +53,16 @@ from codeact.sandbox._ownership import (
     register_readable,
 )
 from codeact.sandbox._sealed import seal
+from codeact.sandbox._work_bounds import (
+    MAX_DIVISION_WORK,
+    check_gcd,
+    exact_index,
+    interruptible,
+    python_reduce,
+    ticking,
+    ticking_factory,
+    with_interruptible_callbacks,
+)
 
 from . import _copy as script_copy
 from . import _dataclasses as script_dataclasses

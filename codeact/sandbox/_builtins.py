@@ -18,17 +18,11 @@ from typing import Any
 
 from ..contract._exceptions import ToolError
 from ._errors import SecurityViolation
-from ._guards import (
-    Builtin,
-    Guards,
-    LongRange,
-    eager_or_ticking,
-    ticking_factory,
-    with_interruptible_callbacks,
-)
+from ._guards import Builtin, Guards, LongRange
 from ._ownership import STAND_INS as _STAND_INS
 from ._ownership import register_base, register_readable
 from ._sealed import seal
+from ._work_bounds import eager_or_ticking, ticking_factory, with_interruptible_callbacks
 
 _PLAIN = (
     "abs all any ascii bin bool callable chr complex dict float "

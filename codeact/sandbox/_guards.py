@@ -5,7 +5,6 @@ from __future__ import annotations
 import _string  # type: ignore[import-not-found]  # str.format's own field parser
 import abc
 import builtins
-import collections
 import contextlib
 import decimal
 import operator
@@ -56,6 +55,25 @@ from ._transformer import (
     SCRIPT_DUNDERS,
     is_private_name,
 )
+from ._work_bounds import (
+    FREE_DIVISION_BITS,
+    FUNCTION_TYPE,
+    MAX_DIVISION_WORK,
+    SEQUENCES,
+    check_division,
+    check_gcd,
+    eager_or_ticking,
+    exact_index,
+    exact_len,
+    interruptible,
+    is_repeatable,
+    python_reduce,
+    rational_bits,
+    text_base,
+    ticking,
+    ticking_factory,
+    with_interruptible_callbacks,
+)
 
 _MISSING = object()
 # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or PyType_FromSpec), whose
@@ -65,7 +83,6 @@ _OWN_MODULES = ("codeact.", "stdlib_bindings")
 MAX_MODULUS_BITS = 65_536
 MAX_MODPOW_WORK = 1 << 28
 _PLAIN = (list, dict, set, bytearray)
-_SEQUENCES = (str, bytes, bytearray, list, tuple)
 _PERCENT_SPEC = re.compile(rb"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 _FORMAT_NUMBERS = re.compile(r"\d+")
 
@@ -129,7 +146,7 @@ class Guards:
             raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if (
-            type(value) is _FUNCTION
+            type(value) is FUNCTION_TYPE
             and isinstance(obj, type)
             and obj.__flags__ & _HEAP_TYPE
             and not is_script_function(value)
@@ -294,7 +311,7 @@ class Guards:
         if type(name) is not str or name not in GUARDED_ATTRIBUTES:  # a name from anywhere else
             raise SecurityViolation(f"{name!r} is not a size-checked method")
         if isinstance(obj, str | bytes | bytearray):
-            base = _text_base(obj)  # sizes from the builtin itself: a subclass may lie
+            base = text_base(obj)  # sizes from the builtin itself: a subclass may lie
             if name in ("format", "format_map"):
                 return getattr(self.formatter, name)(obj, *args, **kwargs)
             if name == "join" and len(args) == 1 and not kwargs:
@@ -349,7 +366,7 @@ class Guards:
 
     def inplace(self, op: str, a: Any, b: Any) -> Any:
         if op == "+=":
-            if type(a) is not int and isinstance(a, _SEQUENCES):
+            if type(a) is not int and isinstance(a, SEQUENCES):
                 self._check_concat(a, b)
         elif op == "*=":
             a, b = self._sized_product(a, b)
@@ -509,14 +526,14 @@ class Guards:
             raise TypeError("sum() can't sum strings [use ''.join(seq) instead]")
         total = start
         for item in iterable:  # bytecode between steps: limits can stop a quadratic sum
-            if isinstance(total, _SEQUENCES):
+            if isinstance(total, SEQUENCES):
                 self._check_concat(total, item)
             total = total + item
         return total
 
     def join(self, separator: Any, items: Iterable[Any]) -> Any:
         parts = items if type(items) is list or type(items) is tuple else list(items)
-        base = _text_base(separator)
+        base = text_base(separator)
         measure = len if set(map(type, parts)) <= {base} else exact_len  # subclasses may lie
         try:
             total = sum(map(measure, parts)) + exact_len(separator) * max(len(parts) - 1, 0)
@@ -528,17 +545,17 @@ class Guards:
     # Helpers ---------------------------------------------------------------------------
 
     def _check_concat(self, a: Any, b: Any) -> None:
-        if isinstance(b, _SEQUENCES):
+        if isinstance(b, SEQUENCES):
             self._check_items(exact_len(a) + exact_len(b), a)
 
     def _sized_product(self, a: Any, b: Any) -> tuple[Any, Any]:
         """``a * b`` checked on what it makes; the operands as the operation then takes them
         (a count's ``__index__`` runs once, here: a second call could answer otherwise)."""
-        if _is_repeatable(a) and not _is_repeatable(b):
+        if is_repeatable(a) and not is_repeatable(b):
             b = exact_index(b)
             if type(b) is int:  # exact sizes: a subclass of list or str may lie
                 self._check_items(exact_len(a) * b, a)
-        elif _is_repeatable(b) and not _is_repeatable(a):
+        elif is_repeatable(b) and not is_repeatable(a):
             a = exact_index(a)
             if type(a) is int:
                 self._check_items(exact_len(b) * a, b)
@@ -551,7 +568,7 @@ class Guards:
 
     def _check_fraction_product(self, a: Any, b: Any) -> None:
         """Fraction arithmetic multiplies numerators and denominators in host code."""
-        bits = sum(map(_rational_bits, (a, b)))
+        bits = sum(map(rational_bits, (a, b)))
         if bits > self.limits.max_int_bits:
             raise LimitExceeded("integer size", "a fraction this large")
 
@@ -567,7 +584,7 @@ class Guards:
             return
         exponent = int.__index__(b)  # a subclass's __gt__ could say it is small
         if exponent > 1 and (isinstance(a, int | Fraction) or hasattr(a, "numerator")):
-            bits = _rational_bits(a)
+            bits = rational_bits(a)
             if bits > 1 and bits * exponent > self.limits.max_int_bits:
                 raise LimitExceeded("integer size")
 
@@ -650,7 +667,7 @@ class Guards:
         width = exact_index(args[0] if args else kwargs.get("width", kwargs.get("tabsize", 8)))
         if type(width) is not int:
             return args
-        base = _text_base(text)
+        base = text_base(text)
         if name == "expandtabs":
             tab = "\t" if base is str else b"\t"
             self._check_items(base.__len__(text) + width * base.count(text, tab), text)
@@ -863,7 +880,7 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
         return slow_mul(a, b)
 
     def mod(a: Any, b: Any) -> Any:
-        if type(a) is int and a.bit_length() <= _FREE_DIVISION_BITS:
+        if type(a) is int and a.bit_length() <= FREE_DIVISION_BITS:
             return a % b
         return slow_mod(a, b)
 
@@ -879,205 +896,6 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
         "_write_instance_": guards.write_instance,
         "_floordiv_": guards.floordiv,
     }
-
-
-# Long division and gcd are quadratic in C and cannot be interrupted: their work (bits of
-# the quotient times bits of the divisor; bits times bits for gcd) is bounded before they
-# run, at about a quarter of a second. Below _FREE_DIVISION_BITS nothing is counted.
-MAX_DIVISION_WORK = 1 << 38
-MAX_FRACTION_BITS = 4_000_000
-_FREE_DIVISION_BITS = 1 << 16
-
-
-def check_division(a: Any, b: Any) -> None:
-    """Refuse ``a // b`` or ``a % b`` on integers whose long division would run for long."""
-    if isinstance(a, Fraction) or isinstance(b, Fraction):  # a product of its parts in Python
-        if _rational_bits(a) + _rational_bits(b) > MAX_FRACTION_BITS:
-            raise LimitExceeded("integer size", "a fraction this large")
-    elif isinstance(a, int) and isinstance(b, int):
-        top, bottom = int.bit_length(a), int.bit_length(b)
-        if top > _FREE_DIVISION_BITS and max(top - bottom, 1) * bottom > MAX_DIVISION_WORK:
-            raise LimitExceeded("integer size", "dividing integers this large takes too long")
-
-
-def check_gcd(*numbers: Any) -> None:
-    """Refuse ``gcd``/``lcm`` of integers whose Euclid steps would run for long."""
-    sizes = sorted(int.bit_length(exact_index(n)) for n in numbers if isinstance(n, int))
-    if len(sizes) > 1 and sizes[-1] * sizes[-2] > MAX_DIVISION_WORK:
-        raise LimitExceeded("integer size", "gcd of integers this large takes too long")
-
-
-def _text_base(obj: Any) -> Any:
-    return str if isinstance(obj, str) else bytes if isinstance(obj, bytes) else bytearray
-
-
-def _is_repeatable(obj: Any) -> bool:
-    return isinstance(obj, (*_SEQUENCES, collections.deque))
-
-
-def exact_index(value: Any) -> Any:
-    """The exact ``int`` an operation would take from ``value`` (an int subclass, or an object
-    with ``__index__``), else ``value`` itself: a size guard sizes what is then used, and a
-    script's ``__index__`` runs once, here, not again with another answer."""
-    kind = type(value)
-    if kind is int:
-        return value
-    if isinstance(value, int):
-        return int.__index__(value)
-    if kind is not float and hasattr(kind, "__index__"):
-        return int.__index__(operator.index(value))
-    return value
-
-
-def _rational_bits(value: Any) -> int:
-    """Bits of the larger of a rational's numerator and denominator (0 for anything else)."""
-    if isinstance(value, int):
-        return int.bit_length(value)
-    if isinstance(value, Fraction):
-        numerator, denominator = value.numerator, value.denominator
-    else:
-        numerator, denominator = getattr(value, "numerator", 0), getattr(value, "denominator", 1)
-    if not isinstance(numerator, int) or not isinstance(denominator, int):
-        return 0
-    return max(int.bit_length(numerator), int.bit_length(denominator))
-
-
-def exact_len(obj: Any) -> int:
-    bases: tuple[Any, ...] = (str, bytes, bytearray, list, tuple, collections.deque)
-    for base in bases:
-        if isinstance(obj, base):
-            return int(base.__len__(obj))
-    return len(obj)
-
-
-def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
-    """Re-yield ``iterator`` from Python code, so C consumers of it can be interrupted.
-
-    An explicit loop, not ``yield from``: its backward jump is where the interpreter
-    checks for pending interrupts (and hands over the GIL); ``yield from`` never does.
-    """
-    for item in iterator:  # noqa: UP028 - see the docstring
-        yield item
-
-
-def interruptible(function: Any) -> Any:
-    """A callback for C code that calls it per item, made to enter Python on every call.
-
-    ``sorted(xs, key=xs.count)`` or ``reduce(operator.add, lists)`` with a C callback run
-    entirely in C: no bytecode, so no limit can stop them for minutes. Entering a Python
-    function is where the interpreter takes a pending stop; a script's own functions do
-    already, anything else is wrapped.
-    """
-    if function is None or type(function) is _FUNCTION or not callable(function):
-        return function  # nothing to call, or a Python function: entering it is the check
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return function(*args, **kwargs)
-
-    return call
-
-
-_FUNCTION = type(interruptible)
-
-
-def with_interruptible_callbacks(
-    function: Callable[..., Any], *, positions: tuple[int, ...] = (), names: tuple[str, ...] = ()
-) -> Callable[..., Any]:
-    """``function`` whose callback arguments (at ``positions``, or named) are ``interruptible``."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if positions:
-            args = tuple(interruptible(a) if i in positions else a for i, a in enumerate(args))
-        for name in names:
-            if name in kwargs:
-                kwargs[name] = interruptible(kwargs[name])
-        return function(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = getattr(function, "__name__", "function")
-    call.__doc__ = getattr(function, "__doc__", None)
-    return call
-
-
-# What a C iterator may walk directly: containers in memory and their own plain iterators,
-# finite and never lazy, so nothing nests under them.
-_EAGER = frozenset(
-    {
-        list,
-        tuple,
-        str,
-        bytes,
-        bytearray,
-        dict,
-        set,
-        frozenset,
-        range,
-        type({}.keys()),
-        type({}.values()),
-        type({}.items()),
-        type(iter([])),
-        type(reversed([])),
-        type(iter(())),
-        type(iter("")),
-        type(iter(b"")),
-        type(iter(range(1))),
-        type(iter({})),
-        type(iter({}.values())),
-        type(iter({}.items())),
-        type(reversed({})),
-        type(iter(set())),
-    }
-)
-
-
-def eager_or_ticking(
-    factory: Callable[..., Iterator[Any]], *, over: tuple[type, ...] = ()
-) -> Callable[..., Iterator[Any]]:
-    """A C iterator constructor (``zip``, ``enumerate``) that cannot nest in C.
-
-    Over plain containers (and the C iterators in ``over``, themselves made over plain
-    containers only) it is the builtin itself; over anything lazy it is re-yielded from
-    Python, so 300,000 nested ``zip`` objects are Python recursion (a limit), not a C
-    stack overflow, and a C consumer of them can be stopped.
-    """
-    direct = _EAGER | frozenset(over)
-
-    def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        for arg in args:
-            if type(arg) not in direct:
-                return ticking(factory(*args, **kwargs))
-        return factory(*args, **kwargs)
-
-    make.__name__ = make.__qualname__ = getattr(factory, "__name__", "iterator")
-    make.__doc__ = getattr(factory, "__doc__", None)
-    return make
-
-
-def python_reduce(function: Callable[[Any, Any], Any], iterable: Any, *initial: Any) -> Any:
-    """``functools.reduce`` as a Python loop: each step is bytecode a limit can stop."""
-    if len(initial) > 1:
-        raise TypeError(f"reduce expected at most 3 arguments, got {2 + len(initial)}")
-    items = iter(iterable)
-    if initial:
-        value = initial[0]
-    else:
-        try:
-            value = next(items)
-        except StopIteration:
-            raise TypeError("reduce() of empty iterable with no initial value") from None
-    for item in items:
-        value = function(value, item)
-    return value
-
-
-def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
-    """Wrap an iterator factory so everything it yields passes through Python code."""
-
-    def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        return ticking(factory(*args, **kwargs))
-
-    make.__name__ = getattr(factory, "__name__", "iterator")
-    make.__doc__ = getattr(factory, "__doc__", None)
-    return make
 
 
 def check_settable(name: Any) -> None:

@@ -1,0 +1,217 @@
+"""Bounds on the work C code does for a script, which no signal can interrupt once begun.
+
+Long division and gcd are sized before they run; iterators a C function walks tick the
+run's clock (or are walked eagerly when they are plain containers in memory); callbacks
+C code calls back into are made interruptible. Each check raises the run's
+``LimitExceeded`` before the work starts, never after it has stalled the worker.
+"""
+
+from __future__ import annotations
+
+import collections
+import operator
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from typing import Any
+
+from ._errors import LimitExceeded
+
+SEQUENCES = (str, bytes, bytearray, list, tuple)  # what repeats by multiplication
+
+# Long division and gcd are quadratic in C and cannot be interrupted: their work (bits of
+# the quotient times bits of the divisor; bits times bits for gcd) is bounded before they
+# run, at about a quarter of a second. Below FREE_DIVISION_BITS nothing is counted.
+MAX_DIVISION_WORK = 1 << 38
+MAX_FRACTION_BITS = 4_000_000
+FREE_DIVISION_BITS = 1 << 16
+
+
+def check_division(a: Any, b: Any) -> None:
+    """Refuse ``a // b`` or ``a % b`` on integers whose long division would run for long."""
+    if isinstance(a, Fraction) or isinstance(b, Fraction):  # a product of its parts in Python
+        if rational_bits(a) + rational_bits(b) > MAX_FRACTION_BITS:
+            raise LimitExceeded("integer size", "a fraction this large")
+    elif isinstance(a, int) and isinstance(b, int):
+        top, bottom = int.bit_length(a), int.bit_length(b)
+        if top > FREE_DIVISION_BITS and max(top - bottom, 1) * bottom > MAX_DIVISION_WORK:
+            raise LimitExceeded("integer size", "dividing integers this large takes too long")
+
+
+def check_gcd(*numbers: Any) -> None:
+    """Refuse ``gcd``/``lcm`` of integers whose Euclid steps would run for long."""
+    sizes = sorted(int.bit_length(exact_index(n)) for n in numbers if isinstance(n, int))
+    if len(sizes) > 1 and sizes[-1] * sizes[-2] > MAX_DIVISION_WORK:
+        raise LimitExceeded("integer size", "gcd of integers this large takes too long")
+
+
+def text_base(obj: Any) -> Any:
+    return str if isinstance(obj, str) else bytes if isinstance(obj, bytes) else bytearray
+
+
+def is_repeatable(obj: Any) -> bool:
+    return isinstance(obj, (*SEQUENCES, collections.deque))
+
+
+def exact_index(value: Any) -> Any:
+    """The exact ``int`` an operation would take from ``value`` (an int subclass, or an object
+    with ``__index__``), else ``value`` itself: a size guard sizes what is then used, and a
+    script's ``__index__`` runs once, here, not again with another answer."""
+    kind = type(value)
+    if kind is int:
+        return value
+    if isinstance(value, int):
+        return int.__index__(value)
+    if kind is not float and hasattr(kind, "__index__"):
+        return int.__index__(operator.index(value))
+    return value
+
+
+def rational_bits(value: Any) -> int:
+    """Bits of the larger of a rational's numerator and denominator (0 for anything else)."""
+    if isinstance(value, int):
+        return int.bit_length(value)
+    if isinstance(value, Fraction):
+        numerator, denominator = value.numerator, value.denominator
+    else:
+        numerator, denominator = getattr(value, "numerator", 0), getattr(value, "denominator", 1)
+    if not isinstance(numerator, int) or not isinstance(denominator, int):
+        return 0
+    return max(int.bit_length(numerator), int.bit_length(denominator))
+
+
+def exact_len(obj: Any) -> int:
+    bases: tuple[Any, ...] = (str, bytes, bytearray, list, tuple, collections.deque)
+    for base in bases:
+        if isinstance(obj, base):
+            return int(base.__len__(obj))
+    return len(obj)
+
+
+def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
+    """Re-yield ``iterator`` from Python code, so C consumers of it can be interrupted.
+
+    An explicit loop, not ``yield from``: its backward jump is where the interpreter
+    checks for pending interrupts (and hands over the GIL); ``yield from`` never does.
+    """
+    for item in iterator:  # noqa: UP028 - see the docstring
+        yield item
+
+
+def interruptible(function: Any) -> Any:
+    """A callback for C code that calls it per item, made to enter Python on every call.
+
+    ``sorted(xs, key=xs.count)`` or ``reduce(operator.add, lists)`` with a C callback run
+    entirely in C: no bytecode, so no limit can stop them for minutes. Entering a Python
+    function is where the interpreter takes a pending stop; a script's own functions do
+    already, anything else is wrapped.
+    """
+    if function is None or type(function) is FUNCTION_TYPE or not callable(function):
+        return function  # nothing to call, or a Python function: entering it is the check
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    return call
+
+
+FUNCTION_TYPE = type(interruptible)
+
+
+def with_interruptible_callbacks(
+    function: Callable[..., Any], *, positions: tuple[int, ...] = (), names: tuple[str, ...] = ()
+) -> Callable[..., Any]:
+    """``function`` whose callback arguments (at ``positions``, or named) are ``interruptible``."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if positions:
+            args = tuple(interruptible(a) if i in positions else a for i, a in enumerate(args))
+        for name in names:
+            if name in kwargs:
+                kwargs[name] = interruptible(kwargs[name])
+        return function(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(function, "__name__", "function")
+    call.__doc__ = getattr(function, "__doc__", None)
+    return call
+
+
+# What a C iterator may walk directly: containers in memory and their own plain iterators,
+# finite and never lazy, so nothing nests under them.
+EAGER_TYPES = frozenset(
+    {
+        list,
+        tuple,
+        str,
+        bytes,
+        bytearray,
+        dict,
+        set,
+        frozenset,
+        range,
+        type({}.keys()),
+        type({}.values()),
+        type({}.items()),
+        type(iter([])),
+        type(reversed([])),
+        type(iter(())),
+        type(iter("")),
+        type(iter(b"")),
+        type(iter(range(1))),
+        type(iter({})),
+        type(iter({}.values())),
+        type(iter({}.items())),
+        type(reversed({})),
+        type(iter(set())),
+    }
+)
+
+
+def eager_or_ticking(
+    factory: Callable[..., Iterator[Any]], *, over: tuple[type, ...] = ()
+) -> Callable[..., Iterator[Any]]:
+    """A C iterator constructor (``zip``, ``enumerate``) that cannot nest in C.
+
+    Over plain containers (and the C iterators in ``over``, themselves made over plain
+    containers only) it is the builtin itself; over anything lazy it is re-yielded from
+    Python, so 300,000 nested ``zip`` objects are Python recursion (a limit), not a C
+    stack overflow, and a C consumer of them can be stopped.
+    """
+    direct = EAGER_TYPES | frozenset(over)
+
+    def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for arg in args:
+            if type(arg) not in direct:
+                return ticking(factory(*args, **kwargs))
+        return factory(*args, **kwargs)
+
+    make.__name__ = make.__qualname__ = getattr(factory, "__name__", "iterator")
+    make.__doc__ = getattr(factory, "__doc__", None)
+    return make
+
+
+def python_reduce(function: Callable[[Any, Any], Any], iterable: Any, *initial: Any) -> Any:
+    """``functools.reduce`` as a Python loop: each step is bytecode a limit can stop."""
+    if len(initial) > 1:
+        raise TypeError(f"reduce expected at most 3 arguments, got {2 + len(initial)}")
+    items = iter(iterable)
+    if initial:
+        value = initial[0]
+    else:
+        try:
+            value = next(items)
+        except StopIteration:
+            raise TypeError("reduce() of empty iterable with no initial value") from None
+    for item in items:
+        value = function(value, item)
+    return value
+
+
+def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """Wrap an iterator factory so everything it yields passes through Python code."""
+
+    def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        return ticking(factory(*args, **kwargs))
+
+    make.__name__ = getattr(factory, "__name__", "iterator")
+    make.__doc__ = getattr(factory, "__doc__", None)
+    return make
