@@ -13,7 +13,8 @@ import anyio
 
 from codeact import ToolCall, ToolRegistry, tool
 from codeact.code_mode._run_code import RUN_CODE, run_code_tool
-from codeact.sandbox import Limits, Sandbox
+from codeact.sandbox import Limits
+from codeact.stdlib import standard_sandbox
 
 from ._timing import header
 
@@ -114,7 +115,7 @@ def cpython(source: str, extra: dict[str, object] | None = None) -> Callable[[],
 
 
 def sandboxed(source: str) -> Callable[[], object]:
-    sandbox = Sandbox(limits=Limits(wall_seconds=120, cpu_seconds=120))
+    sandbox = standard_sandbox(limits=Limits(wall_seconds=120, cpu_seconds=120))
 
     def run() -> object:
         outcome = sandbox.run(source)

@@ -35,7 +35,8 @@ from codeact import (
     ToolRegistry,
     tool,
 )
-from codeact.sandbox import Limits, Sandbox
+from codeact.sandbox import Limits
+from codeact.stdlib import standard_sandbox
 
 from ._timing import header
 from .interpreter import LOOP, STRINGS, median_seconds
@@ -67,7 +68,7 @@ def cpython(source: str) -> Callable[[], object]:
 
 
 def codeact_sandbox(source: str) -> Callable[[], object]:
-    sandbox = Sandbox(limits=LIMITS)
+    sandbox = standard_sandbox(limits=LIMITS)
 
     def call_tool(name: str, arguments: dict[str, Any]) -> Any:
         return add(**arguments)

@@ -34,7 +34,7 @@ class Figures:
 
 def measure() -> Figures:
     """One offline run of the suite and the faults, as the README shows them."""
-    from stdlib_bindings._names import DEFAULT_MODULES
+    from codeact.stdlib import DEFAULT_MODULES
 
     tasks = planned_tasks()
     tokenizer, results = anyio.run(lambda: run_suite(tasks, STYLES))

@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "codeact"
+# The standard tools, written as any user writes tools: on codeact's public names only.
+TOOLS = PACKAGE.parent / "stdlib_bindings"
 
 # Lowest first: a layer may import only layers before it (its docstring says which).
 LAYERS = (
     "contract",
     "sandbox",
+    "stdlib",
     "executors",
     "session",
     "durable",
@@ -53,8 +56,13 @@ def imports_of(module: str, *, at_import_time: bool = False) -> set[str]:
     """The codeact modules ``module`` imports: everywhere in it, or (``at_import_time``)
     only the statements that run when it is imported (module level, outside
     ``if TYPE_CHECKING``)."""
-    path = modules()[module]
-    tree = syntax(module)
+    found = all_imports(modules()[module], module, at_import_time=at_import_time)
+    return {name for name in found if name == "codeact" or name.startswith("codeact.")}
+
+
+def all_imports(path: Path, module: str, *, at_import_time: bool = False) -> set[str]:
+    """Every module name ``module`` (read from ``path``) imports, relative ones resolved."""
+    tree = syntax(module) if module in modules() else ast.parse(path.read_text("utf-8"))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     nodes = _top_level(tree.body) if at_import_time else ast.walk(tree)
     found: set[str] = set()
@@ -66,7 +74,7 @@ def imports_of(module: str, *, at_import_time: bool = False) -> set[str]:
                 found.add(candidate if candidate in modules() else base)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {name for name in found if name == "codeact" or name.startswith("codeact.")}
+    return found
 
 
 @cache
@@ -167,6 +175,25 @@ def test_no_two_modules_need_each_other(at_import_time: bool) -> None:
     graph = {m: imports_of(m, at_import_time=at_import_time) & set(modules()) for m in modules()}
     cycle = import_cycle(graph)
     assert not cycle, " -> ".join(cycle)
+
+
+def test_the_standard_tools_stand_on_the_public_api_and_only_the_cli_offers_them() -> None:
+    """``stdlib_bindings`` imports ``codeact``'s public names and nothing under them;
+    of codeact only the command line (``--tools``) imports it, so no layer reaches up."""
+    reaching_in = {
+        f"stdlib_bindings/{path.name} imports {name}"
+        for path in sorted(TOOLS.glob("*.py"))
+        for name in all_imports(path, f"stdlib_bindings.{path.stem}".removesuffix(".__init__"))
+        if name.startswith("codeact.")
+    }
+    assert not reaching_in, sorted(reaching_in)
+    users = {
+        module
+        for module in modules()
+        for name in all_imports(modules()[module], module)
+        if name.partition(".")[0] == "stdlib_bindings"
+    }
+    assert users == {"codeact.cli._main"}
 
 
 def test_the_registry_and_the_dispatch_pipeline_do_not_import_each_other() -> None:

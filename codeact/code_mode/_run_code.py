@@ -160,7 +160,7 @@ def run_code_tool(
     policy's approver decides the plan once, and the commit makes the approved writes.
     ``plans`` bounds what a plan may hold (and may preview every run).
     """
-    from stdlib_bindings._names import DEFAULT_MODULES
+    from ..stdlib import DEFAULT_MODULES
 
     limits = limits or Limits()
     modules = frozenset(DEFAULT_MODULES if modules is None else modules)

@@ -1,2 +1,2 @@
 """Where scripts run: in-process, or in kernel-confined worker processes (worker, template,
-pipe, confinement, threads, folders). May import: contract, sandbox."""
+pipe, confinement, threads, folders). May import: contract, sandbox, stdlib."""

@@ -31,9 +31,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from stdlib_bindings._recorded import MAX_ENTROPY_BYTES, TAPE, entropy, seed_value
-
 from ..sandbox._compiler import SCRIPT_FILENAME
+from ..stdlib._recorded import MAX_ENTROPY_BYTES, TAPE, entropy, seed_value
 
 CLOCKS = (
     "time",

@@ -19,6 +19,7 @@ from ..contract._exceptions import ErrorCode, ToolError
 from ..contract._json import JsonValue, thaw
 from ..contract._results import ToolExecutionResult, failure
 from ..sandbox import Limits, ScriptError, ScriptOutcome
+from ..stdlib import standard_sandbox
 from ._threads import SessionThread
 
 if TYPE_CHECKING:
@@ -274,9 +275,7 @@ class InProcessExecutor:
         self._last_used[session] = time.monotonic()
         found = self._sandboxes.get(session)
         if found is None:
-            from ..sandbox._interpreter import Sandbox  # loaded by the first in-process run
-
-            found = self._sandboxes[session] = Sandbox(
+            found = self._sandboxes[session] = standard_sandbox(
                 limits=self.limits, modules=self.modules, environ=self.environ
             )
         return found

@@ -103,7 +103,7 @@ class ProcessExecutor:
         interpreter: str = "restricted",
         packages: Sequence[str] = (),
     ) -> None:
-        from stdlib_bindings._names import DEFAULT_MODULES
+        from ..stdlib import DEFAULT_MODULES
 
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")

@@ -335,7 +335,7 @@ def main() -> None:
 
     importlib.import_module(module)  # the worker and everything it loads at start
     importlib.import_module("codeact.sandbox._interpreter")
-    importlib.import_module("stdlib_bindings._modules")
+    importlib.import_module("codeact.stdlib._modules")
     from codeact.executors._worker import PRELOADED
 
     for name in PRELOADED:

@@ -40,14 +40,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from stdlib_bindings._recorded import TAPE
-
 from ..contract._exceptions import ErrorCode, ToolError
 from ..contract._json import JsonValue
 from ..sandbox import Limits, Sandbox, ScriptError, ScriptOutcome
 from ..sandbox._limits import resident_bytes
 from ..sandbox._outcome import outcome_to_json
 from ..sandbox._pending import CALLS, Pending
+from ..stdlib import standard_sandbox
+from ..stdlib._recorded import TAPE
 from . import _cpython_readings as readings
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
 from ._cpython import CPythonScripts, preload, refusal
@@ -189,7 +189,7 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
         readings.install()  # a recorded run's clock and entropy go through its tape
         sandbox = CPythonScripts(limits, packages)
     else:
-        sandbox = Sandbox(
+        sandbox = standard_sandbox(
             limits=limits, modules=frozenset(init["modules"]), environ=init.get("environ") or {}
         )
     as_root = os.geteuid() == 0

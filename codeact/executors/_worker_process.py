@@ -26,12 +26,11 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from stdlib_bindings._recorded import MAX_READINGS, MAX_TAPE_CHARS, reading_chars
-
 from ..contract._exceptions import ErrorCode
 from ..contract._json import JsonValue
 from ..contract._results import ToolExecutionResult, failure
 from ..sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
+from ..stdlib._recorded import MAX_READINGS, MAX_TAPE_CHARS, reading_chars
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._in_process import (
     AsyncBatchCaller,

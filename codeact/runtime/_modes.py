@@ -92,7 +92,7 @@ class Runtime:
         plans: PlanPolicy | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        from stdlib_bindings._names import DEFAULT_MODULES
+        from ..stdlib import DEFAULT_MODULES
 
         if lazy not in ("names", "none"):
             raise ValueError("lazy must be 'names' or 'none'")

@@ -37,6 +37,7 @@ from ._guards import (
     reraise_limits,
     script_class_factory,
 )
+from ._library import NO_LIBRARY, ScriptLibrary
 from ._limits import (
     ABORTED,
     WATCHDOG,
@@ -120,31 +121,27 @@ class BoundTool:
         raise TypeError("a tool cannot be pickled")
 
 
-_SEALED = threading.Event()
+_SEALED: set[int] = set()  # the libraries whose classes are sealed (0: the sandbox's own)
+_SEALING = threading.Lock()
 
 
-def _seal_shared_classes() -> None:
-    """Every class of the interpreter and the facades is one object for all sessions:
-    sealed once, before the first script runs, so no write to it lands (see _sealed)."""
-    if _SEALED.is_set():
+def _seal_shared_classes(library: ScriptLibrary) -> None:
+    """Every class of the interpreter and of a library's facades is one object for all
+    sessions: sealed once, before the first script runs, so no write to it lands (see
+    _sealed)."""
+    if id(library) in _SEALED:
         return
-    import stdlib_bindings._modules  # noqa: F401  # every facade module, loaded
-
-    shared = [
-        module
-        for name, module in list(sys.modules.items())
-        if name.startswith(("codeact.sandbox.", "stdlib_bindings"))
-        or name == "codeact.contract._exceptions"
-    ]
-    seal_module_classes(shared)
-    _SEALED.set()
-
-
-def session_decimal_context(*args: Any) -> Any:
-    """The facades' own (loaded when a session first needs it)."""
-    from stdlib_bindings._everyday import session_decimal_context as made
-
-    return made(*args)
+    with _SEALING:
+        if 0 not in _SEALED:
+            own = [
+                module
+                for name, module in list(sys.modules.items())
+                if name.startswith("codeact.sandbox.") or name == "codeact.contract._exceptions"
+            ]
+            seal_module_classes(own)
+            _SEALED.add(0)
+        seal_module_classes(library.shared_modules())
+        _SEALED.add(id(library))
 
 
 class _RunScope:
@@ -162,7 +159,7 @@ class _RunScope:
         sandbox = self._sandbox
         self._saved = decimal.getcontext()
         if sandbox.decimal_context is None:
-            sandbox.decimal_context = session_decimal_context()
+            sandbox.decimal_context = sandbox.library.decimal_context()
         decimal.setcontext(sandbox.decimal_context)
         watch_stops()
 
@@ -171,7 +168,9 @@ class _RunScope:
         sandbox = self._sandbox
         current = decimal.getcontext()
         if current is not sandbox.decimal_context:  # the script set one of its own
-            sandbox.decimal_context = session_decimal_context(current, sandbox.decimal_context)
+            sandbox.decimal_context = sandbox.library.decimal_context(
+                current, sandbox.decimal_context
+            )
         decimal.setcontext(self._saved)
 
 
@@ -179,21 +178,23 @@ class Sandbox:
     """A restricted interpreter for one session.
 
     ``run`` executes in the calling thread, under the watchdog; names a script
-    defines stay for the next run until ``reset``.
+    defines stay for the next run until ``reset``. ``library`` makes the modules scripts
+    may import (``codeact.stdlib``'s facades, handed over by the executors); without one
+    scripts import nothing.
     """
 
     def __init__(
         self,
         *,
         limits: Limits | None = None,
+        library: ScriptLibrary = NO_LIBRARY,
         modules: frozenset[str] | None = None,
         seed: int | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        from stdlib_bindings._names import DEFAULT_MODULES
-
         self.limits = limits or Limits()
-        self.modules = frozenset(DEFAULT_MODULES if modules is None else modules)
+        self.library = library
+        self.modules = frozenset(library.default_modules if modules is None else modules)
         self._seed = seed
         self.environ = dict(environ or {})  # what os.environ shows scripts: nothing by default
         self.memory_baseline: int | None = None
@@ -220,16 +221,14 @@ class Sandbox:
             self._teardown(old)
         self.guards = Guards(self.limits)
         self.decimal_context: Any = None  # the session's, made in its first run
-        from stdlib_bindings._modules import session_facades
-
         self._facades = {
             name: facade
-            for name, facade in session_facades(
+            for name, facade in self.library.session_facades(
                 self.guards, seed=self._seed, environ=self.environ
             ).items()
             if name in self.modules
         }
-        _seal_shared_classes()  # after the first facades named their classes
+        _seal_shared_classes(self.library)  # after the first facades named their classes
         self._builtins = safe_builtins(self.guards, self._import)
         self._builtins["globals"] = Builtin(self._globals_snapshot, "globals")
         self._builtins["locals"] = Builtin(self._locals_snapshot, "locals")

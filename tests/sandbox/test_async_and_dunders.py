@@ -264,9 +264,9 @@ def test_gather_of_plain_values_explains_the_form(run: Runner) -> None:
 async def test_a_host_loop_in_the_same_thread_is_never_the_scripts() -> None:
     import asyncio
 
-    from codeact.sandbox import Sandbox
+    from codeact.stdlib import standard_sandbox
 
-    sandbox = Sandbox(limits=Limits(wall_seconds=2))
+    sandbox = standard_sandbox(limits=Limits(wall_seconds=2))
     ran: list[str] = []
     # Called from inside a running host loop (a caller that blocks it): a coroutine the
     # script drives by hand finds no loop, rather than the host's.

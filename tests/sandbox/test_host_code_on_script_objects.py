@@ -130,7 +130,7 @@ def test_a_reviewed_bases_own_init_still_serves_its_subclasses(run: Runner) -> N
 
 
 def test_dataclass_refuses_a_field_name_that_would_be_code(tmp_path: Path) -> None:
-    from stdlib_bindings import _dataclasses
+    from codeact.stdlib import _dataclasses
 
     marker = tmp_path / "ran"
     name = f"a, *, b=open({str(marker)!r}, 'w')"
@@ -203,7 +203,7 @@ def test_every_class_the_runtime_shares_between_sessions_refuses_writes(run: Run
         for kind in (*READABLE, *BASE_CLASSES)
         if isinstance(kind, type) and kind.__module__.startswith(("codeact", "stdlib_bindings"))
     ]
-    import stdlib_bindings._system as system
+    import codeact.stdlib._system as system
 
     ours += [system.ScriptStream, system.Facade]
     assert len(ours) >= 10

@@ -36,6 +36,7 @@ from codeact.sandbox._ownership import (
     is_script_class,
 )
 from codeact.sandbox._pending import Pending
+from codeact.stdlib import standard_sandbox
 
 PROBED_DUNDERS = (
     "__class__",
@@ -271,7 +272,7 @@ def _private_names(obj: Any) -> list[str]:
 
 
 # The runtime's private modules and its files; heap addresses are CPython's own (id() gives them).
-TELLING = re.compile(r"codeact\._|codeact/|stdlib_bindings")
+TELLING = re.compile(r"codeact\._|codeact\.\w+\._|codeact/|stdlib_bindings")
 
 
 def _telling_repr(obj: Any, scope: dict[str, Any]) -> str | None:
@@ -386,7 +387,7 @@ def _crawl(
 
 
 def _seeded() -> tuple[Sandbox, list[tuple[str, Any]]]:
-    sandbox = Sandbox()
+    sandbox = standard_sandbox()
     outcome = sandbox.run(
         SEED_SCRIPT, tools={"add": ("a", "b")}, call_tool=lambda name, arguments: None
     )
@@ -567,7 +568,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
 
 
 def test_no_script_class_escapes_the_ownership_rules() -> None:
-    sandbox = Sandbox()
+    sandbox = standard_sandbox()
     sandbox.run("class A:\n    pass\nclass B(A, Exception):\n    pass\nobj = B()")
     kind = type(sandbox.globals["obj"])
     assert is_script_class(kind)

@@ -211,9 +211,9 @@ def test_a_limit_tripped_during_a_tool_call_waits_for_the_call_to_return() -> No
     import threading
 
     from codeact.sandbox import Limits as SandboxLimits
-    from codeact.sandbox import Sandbox
+    from codeact.stdlib import standard_sandbox
 
-    sandbox = Sandbox(limits=SandboxLimits(wall_seconds=5, cpu_seconds=0.2))
+    sandbox = standard_sandbox(limits=SandboxLimits(wall_seconds=5, cpu_seconds=0.2))
     finished: list[str] = []
     entered = threading.Event()
 

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from codeact.sandbox._errors import LimitExceeded
-from codeact.sandbox._work_bounds import exact_index
+from ..sandbox._errors import LimitExceeded
+from ..sandbox._work_bounds import exact_index
 
 MAX_BITS = 4_000_000  # as an integer's limit: what one result may hold
 _DIGIT_BITS = math.log2(10)

@@ -17,10 +17,9 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from codeact.sandbox._async import ScriptTask, running_script_loop
-from codeact.sandbox._guards import Guards
-from codeact.sandbox._ownership import register_base, register_readable
-
+from ..sandbox._async import ScriptTask, running_script_loop
+from ..sandbox._guards import Guards
+from ..sandbox._ownership import register_base, register_readable
 from ._facade import Facade, pick
 
 

@@ -40,11 +40,11 @@ from typing import Any
 
 import regex
 
-from codeact.contract._exceptions import ToolError
-from codeact.sandbox._builtins import guarded_type
-from codeact.sandbox._errors import LimitExceeded, SecurityViolation
-from codeact.sandbox._guards import OPAQUE_CLASSES, Guards, OpaqueType, ScriptFormatter
-from codeact.sandbox._ownership import (
+from ..contract._exceptions import ToolError
+from ..sandbox._builtins import guarded_type
+from ..sandbox._errors import LimitExceeded, SecurityViolation
+from ..sandbox._guards import OPAQUE_CLASSES, Guards, OpaqueType, ScriptFormatter
+from ..sandbox._ownership import (
     SCRIPT_CLASSES,
     exact_arguments,
     is_script_function,
@@ -52,8 +52,8 @@ from codeact.sandbox._ownership import (
     register_host_method,
     register_readable,
 )
-from codeact.sandbox._sealed import seal
-from codeact.sandbox._work_bounds import (
+from ..sandbox._sealed import seal
+from ..sandbox._work_bounds import (
     MAX_DIVISION_WORK,
     check_gcd,
     exact_index,
@@ -63,7 +63,6 @@ from codeact.sandbox._work_bounds import (
     ticking_factory,
     with_interruptible_callbacks,
 )
-
 from . import _copy as script_copy
 from . import _dataclasses as script_dataclasses
 from . import _fractions as script_fractions
@@ -580,7 +579,7 @@ SESSION_MODULES = frozenset(
     {"re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"}
 )
 if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
-    raise ImportError("stdlib_bindings._names.DEFAULT_MODULES and the facades disagree")
+    raise ImportError("_names.DEFAULT_MODULES and the facades disagree")
 
 
 def session_facades(

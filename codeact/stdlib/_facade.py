@@ -10,7 +10,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from codeact.sandbox._work_bounds import ticking, ticking_factory
+from ..sandbox._work_bounds import ticking, ticking_factory
 
 
 class Facade:
@@ -63,7 +63,7 @@ class Facade:
         raise TypeError("a sandboxed module cannot be pickled")
 
 
-_OWN_MODULES = ("stdlib_bindings", "codeact")
+_OWN_MODULES = ("codeact.",)  # the runtime's own modules, whose names scripts never see
 
 
 def pick(module: types.ModuleType, names: str) -> dict[str, Any]:

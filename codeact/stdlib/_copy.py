@@ -12,7 +12,7 @@ import collections
 import enum
 from typing import Any
 
-from codeact.sandbox._ownership import PLAIN_TYPES, SCRIPT_CLASSES, is_script_class
+from ..sandbox._ownership import PLAIN_TYPES, SCRIPT_CLASSES, is_script_class
 
 # Values that are their own copies: immutable, or opaque stand-ins.
 _ATOMIC = frozenset(PLAIN_TYPES - {list, dict, set, bytearray})

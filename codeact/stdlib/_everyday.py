@@ -49,18 +49,17 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from codeact.sandbox._builtins import guarded_type
-from codeact.sandbox._errors import LimitExceeded, may_suppress
-from codeact.sandbox._guards import Builtin, Guards
-from codeact.sandbox._ownership import (
+from ..sandbox._builtins import guarded_type
+from ..sandbox._errors import LimitExceeded, may_suppress
+from ..sandbox._guards import Builtin, Guards
+from ..sandbox._ownership import (
     SHOWN,
     exact_arguments,
     register_base,
     register_readable,
 )
-from codeact.sandbox._sealed import seal
-from codeact.sandbox._work_bounds import exact_index, ticking
-
+from ..sandbox._sealed import seal
+from ..sandbox._work_bounds import exact_index, ticking
 from . import _recorded as recorded
 from ._facade import Facade, pick
 

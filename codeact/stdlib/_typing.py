@@ -14,7 +14,7 @@ import collections.abc as abc
 import types
 from typing import Any
 
-from codeact.sandbox._ownership import (
+from ..sandbox._ownership import (
     CLASS_BUILDERS,
     DUNDER_DATA,
     register_base,
@@ -298,7 +298,7 @@ class ProtocolBase:
 
 
 def _build_named_tuple(name: str, bases: tuple[Any, ...], namespace: Any) -> Any:
-    from codeact.sandbox._ownership import SCRIPT_CLASSES
+    from ..sandbox._ownership import SCRIPT_CLASSES
 
     fields = list(namespace.get("__annotations__", {}))
     defaults = [namespace[f] for f in fields if f in namespace]

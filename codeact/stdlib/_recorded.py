@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from codeact.sandbox._errors import LimitExceeded
+from ..sandbox._errors import LimitExceeded
 
 MAX_READINGS = 100_000  # per run: a clock read in a loop must not grow the record unbounded
 MAX_ENTROPY_BYTES = 4_096  # per reading
@@ -223,7 +223,7 @@ def _date_today(method: Any, guards: Any) -> Callable[[], datetime.date]:
 
 def register_clock_methods() -> None:
     """``datetime.now()`` and its kin read the taped clock, called from a script."""
-    from codeact.sandbox._ownership import register_host_method
+    from ..sandbox._ownership import register_host_method
 
     register_host_method(datetime.datetime, "now", _datetime_now)
     register_host_method(datetime.datetime, "utcnow", _datetime_utcnow)

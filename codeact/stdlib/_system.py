@@ -20,10 +20,9 @@ import types
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from codeact.sandbox._errors import SandboxStop
-from codeact.sandbox._guards import Guards
-from codeact.sandbox._ownership import register_readable
-
+from ..sandbox._errors import SandboxStop
+from ..sandbox._guards import Guards
+from ..sandbox._ownership import register_readable
 from ._facade import Facade, pick
 from ._recorded import entropy
 

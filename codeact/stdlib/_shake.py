@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from codeact.sandbox._errors import LimitExceeded
-from codeact.sandbox._ownership import register_readable
+from ..sandbox._errors import LimitExceeded
+from ..sandbox._ownership import register_readable
 
 MAX_SHAKE_LENGTH = 1 << 20  # bytes per digest: far past any use, well inside a run's memory
 

@@ -16,9 +16,8 @@ import keyword
 import weakref
 from typing import Any
 
-from codeact.sandbox._errors import SecurityViolation
-from codeact.sandbox._ownership import SCRIPT_CLASSES, is_script_class
-
+from ..sandbox._errors import SecurityViolation
+from ..sandbox._ownership import SCRIPT_CLASSES, is_script_class
 from . import _copy as script_copy
 
 # The classes this module's decorator made: the only ones asdict, astuple and replace take.

@@ -18,15 +18,15 @@ from typing import Any
 
 import regex
 
-from codeact.sandbox._errors import LimitExceeded
-from codeact.sandbox._guards import Guards
-from codeact.sandbox._ownership import (
+from ..sandbox._errors import LimitExceeded
+from ..sandbox._guards import Guards
+from ..sandbox._ownership import (
     exact_arguments,
     exact_value,
     register_host_method,
     register_readable,
 )
-from codeact.sandbox._work_bounds import exact_len, interruptible
+from ..sandbox._work_bounds import exact_len, interruptible
 
 # The engine's calls that match, each stopped at the run's time limit.
 MATCHING = ("match", "search", "fullmatch", "findall", "finditer", "split", "sub", "subn")
