@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -187,6 +187,36 @@ def make_executor(options: argparse.Namespace, durable: Durable | None = None) -
     raise UsageFailure(f"unknown executor {options.executor!r}")
 
 
+def run_until_interrupted(
+    work: Callable[[], Awaitable[ToolExecutionResult]],
+) -> ToolExecutionResult:
+    """``anyio.run(work)`` where Ctrl-C cancels the work instead of raising
+    KeyboardInterrupt wherever the main thread stands (inside a channel read, a cleanup,
+    code that turns a failure into a result): the work ends as any cancelled run ends,
+    its workers closed, and then the interrupt is raised here."""
+    interrupted = False
+    done: list[ToolExecutionResult] = []
+
+    async def watched() -> None:
+        async def watch(scope: anyio.CancelScope) -> None:
+            nonlocal interrupted
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    interrupted = True
+                    scope.cancel()
+                    return
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch, group.cancel_scope)
+            done.append(await work())
+            group.cancel_scope.cancel()
+
+    anyio.run(watched)
+    if interrupted or not done:
+        raise KeyboardInterrupt
+    return done[0]
+
+
 async def run_script(
     source: str, *, registry: ToolRegistry, executor: Executor
 ) -> ToolExecutionResult:
@@ -289,12 +319,14 @@ def command_run(options: argparse.Namespace) -> int:
 
         limits = make_limits(options)
         with tempfile.TemporaryDirectory(prefix="codeact-preview-") as folder:
-            result = anyio.run(
+            result = run_until_interrupted(
                 lambda: run_previewed(source, registry=registry, limits=limits, folder=folder)
             )
     else:
         executor = make_executor(options)
-        result = anyio.run(lambda: run_script(source, registry=registry, executor=executor))
+        result = run_until_interrupted(
+            lambda: run_script(source, registry=registry, executor=executor)
+        )
     if options.json:
         payload: dict[str, Any] = {"is_error": result.is_error, "content": result.text}
         if result.is_error:

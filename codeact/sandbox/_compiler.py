@@ -31,15 +31,6 @@ class CompiledScript:
     violations: tuple[str, ...] = ()
 
 
-class _Policy(CodeActPolicy):
-    def check_import_names(self, node: ast.Import | ast.ImportFrom) -> ast.AST:
-        # Which modules exist is decided at run time, as an ImportError a script can
-        # catch (``try: import numpy``); relative imports never name a facade.
-        if isinstance(node, ast.ImportFrom) and node.level:
-            self.error(node, "relative imports are not allowed.")
-        return super().check_import_names(node)
-
-
 @functools.lru_cache(maxsize=COMPILE_CACHE_SIZE)
 def compile_script(source: str) -> CompiledScript:
     """Compile ``source`` under the policy (which modules it may import is the importer's
@@ -50,7 +41,7 @@ def compile_script(source: str) -> CompiledScript:
         return CompiledScript(syntax_error=describe_syntax_error(error))
     except (ValueError, MemoryError, RecursionError) as error:
         return CompiledScript(syntax_error=f"the script cannot be parsed: {error}")
-    policy = _Policy()
+    policy = CodeActPolicy()
     try:
         with _deeper_recursion():
             policy.visit(tree)

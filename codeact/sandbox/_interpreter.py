@@ -633,8 +633,8 @@ class Sandbox:
         facade = self._facades.get(name)
         if facade is not None and "." in name and not fromlist:
             facade = self._facades.get(name.partition(".")[0])  # import a.b binds a
-        if level != 0:
-            raise ImportError("relative imports are not available in scripts")
+        if level != 0:  # as CPython says of code run from a string: a script has no package
+            raise ImportError("attempted relative import with no known parent package")
         if facade is None:
             importable = ", ".join(sorted(self._facades))
             # An ImportError, as CPython raises: a script may fall back when it catches one.

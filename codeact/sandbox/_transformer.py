@@ -201,6 +201,10 @@ class CodeActPolicy(RestrictingNodeTransformer):
             return node
         if node.id == "__name__" and isinstance(node.ctx, ast.Load):  # ``== "__main__"``
             return node
+        if node.id == "__file__" and isinstance(node.ctx, ast.Load):
+            # read as CPython reads it in code run from a string: no such global, so a
+            # NameError (nothing in the scope or the builtins binds it)
+            return node
         if getattr(node, "codeact_internal", False):  # a guard name the transformer wrote
             return node
         if getattr(node, "class_dunder", False):  # ``__hash__ = None`` in a class body
@@ -208,6 +212,16 @@ class CodeActPolicy(RestrictingNodeTransformer):
         if node.id == "super" and not getattr(node, "zero_argument_call", False):
             self.error(node, "super may only be called as super() in scripts.")
         return super().visit_Name(node)
+
+    def check_import_names(self, node: ast.Import | ast.ImportFrom) -> Any:
+        if isinstance(node, ast.ImportFrom) and [alias.name for alias in node.names] == ["*"]:
+            if getattr(node, "is_lazy", 0):  # a lazy import skips the guarded __import__
+                self.error(node, "Lazy import statements are not allowed.")
+            # binds the names the facade lists in __all__ (its public members, none starting
+            # with "_", so no guard name): what importing each by name would bind; outside
+            # the module or a class body CPython's compiler refuses it
+            return self.node_contents_visit(node)
+        return super().check_import_names(node)
 
     def inject_print_collector(self, node: Any, position: int = 0) -> None:
         """Printing goes to the run's bounded collector; nothing to inject."""

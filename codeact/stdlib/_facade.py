@@ -50,6 +50,11 @@ class Facade:
     def __dir__(self) -> list[str]:
         return sorted(self._members)
 
+    @property
+    def __all__(self) -> tuple[str, ...]:
+        """What ``from module import *`` binds: the public members (never a guard's name)."""
+        return tuple(name for name in self._members if not name.startswith("_"))
+
     def __repr__(self) -> str:
         return f"<module {self._name!r} (sandboxed)>"
 

@@ -17,6 +17,7 @@ import inspect
 import io
 import json
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,7 +113,10 @@ def reference(source: str, category: str) -> Behaviour:
     scope: dict[str, Any] = {"__name__": "__main__", **_tools(category == ASYNC_CATEGORY)}
     printed = io.StringIO()
     error = None
-    with contextlib.redirect_stdout(printed):
+    # CPython's default filters, not the suite's: a script run by the interpreter never
+    # sees its ImportWarning (a relative import's "falling back on __name__")
+    with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ImportWarning)
         try:
             if code.co_flags & inspect.CO_COROUTINE:
                 asyncio.run(eval(code, scope))

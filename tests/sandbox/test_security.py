@@ -122,7 +122,9 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("import-subprocess", "import subprocess", SEC),
     ("dunder-import", "__import__('os')", SEC),
     ("importlib", "import importlib", SEC),
-    ("relative-import", "from . import x", SEC),
+    ("relative-import", "from . import x", RUN),  # an ImportError: a script has no package
+    ("star-import-subprocess", "from subprocess import *", SEC),
+    ("star-import-sys-modules", "from sys import *\nmodules", RUN),
     ("json-codecs", "import json\njson.codecs", RUN),
     ("json-decoder-module", "from json import decoder", RUN),
     ("datetime-sys", f"import datetime\ndatetime.sys.modules['os'].{TOUCH[3:]}", RUN),
