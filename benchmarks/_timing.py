@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import platform
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 
 ROUNDS = 15
@@ -48,3 +50,30 @@ def table(rows: list[tuple[str, float, float]], *, baseline: str) -> str:
     for name, seconds, base in rows:
         lines.append(f"{name:{width}}  {seconds * 1e6:9.2f} us  {seconds / base:8.1f}x")
     return "\n".join(lines)
+
+
+BUSY_LIFETIME_SECONDS = 3600.0  # a spinner outlives no killed benchmark by more than this
+
+
+def _spin(until: float) -> None:
+    while time.monotonic() < until:
+        pass
+
+
+@contextlib.contextmanager
+def busy_cores(count: int) -> Iterator[None]:
+    """``count`` processes spinning on the CPU for the block's length: a machine whose
+    cores are busy with other work, the same for every engine measured inside."""
+    until = time.monotonic() + BUSY_LIFETIME_SECONDS
+    spinners = [
+        multiprocessing.Process(target=_spin, args=(until,), daemon=True) for _ in range(count)
+    ]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.terminate()
+        for spinner in spinners:
+            spinner.join(10)

@@ -1,5 +1,8 @@
 """codeact against its peers, in one run: ``python -m benchmarks.peers`` (``make bench``).
 
+``python -m benchmarks.peers --busy N`` measures what a user gets with N processes spinning
+on the CPU beside every engine (all under the same load), and only that.
+
 Peers: plain CPython ``exec`` (the baseline), smolagents' LocalPythonExecutor and
 pydantic's Monty (a Rust interpreter in worker processes). They run in the separate
 environment ``make bench`` builds; a peer that is not installed is skipped.
@@ -38,7 +41,7 @@ from codeact import (
 from codeact.sandbox import Limits
 from codeact.stdlib import standard_sandbox
 
-from ._timing import header
+from ._timing import busy_cores, header
 from .interpreter import LOOP, STRINGS, median_seconds
 
 CALLS = 10_000
@@ -415,7 +418,15 @@ def measure_trivial() -> dict[str, float]:
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argv = argv or []
+    busy = int(argv[argv.index("--busy") + 1]) if "--busy" in argv else 0
+    if busy:
+        title = f"Peers under load ({busy} busy processes): what a user gets"
+        print(header(title))
+        with busy_cores(busy):
+            print_user_table(anyio.run(through_runtime))
+        return
     print(header("Peers: what a user gets, codeact through Runtime.execute and run_code"))
     print_user_table(anyio.run(through_runtime))
     print()
@@ -430,4 +441,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
