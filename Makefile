@@ -38,11 +38,17 @@ docs: $(STAMP)
 # Four test processes on any machine: most tests wait on workers and servers, not the CPU.
 PYTEST_PROCESSES ?= 4
 
+# Bytecode first, as an install has it: workers and templates never write it, and where
+# PYTHONDONTWRITEBYTECODE is set nothing does, so each would compile every module it loads.
+COMPILE := $(BIN)/python -m compileall -q codeact stdlib_bindings
+
 pytest: $(STAMP)
+	$(COMPILE)
 	$(BIN)/pytest -q -n $(PYTEST_PROCESSES) --dist worksteal --durations=20
 
 # The suite beside one busy process per core: it must pass as it does on a quiet machine.
 load-check: $(STAMP)
+	$(COMPILE)
 	$(BIN)/python -m tests.load_check -- -q -p no:cacheprovider -n $(PYTEST_PROCESSES) --dist worksteal
 
 BENCH_VENV := .bench-venv
