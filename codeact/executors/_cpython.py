@@ -56,7 +56,6 @@ from ..sandbox._transformer import ASYNC_TAKERS, _awaitable_arguments, _callee_n
 from ._confine import REQUIRED_LAYERS, ConfinementReport
 from ._cpython_readings import reseed
 
-INTERPRETERS = ("restricted", "cpython")
 MIN_LANDLOCK_ABI = 6  # signals and abstract sockets scoped to the worker's own domain
 VALUE_NAME = "__codeact_value__"
 ASYNC_CALL_NAME = "__codeact_acall__"
@@ -571,4 +570,4 @@ def _python_value(value: Any) -> Any:
     return value
 
 
-__all__ = ["INTERPRETERS", "CPythonScripts", "compiled", "preload", "refusal"]
+__all__ = ["CPythonScripts", "compiled", "preload", "refusal"]

@@ -26,7 +26,6 @@ import anyio.to_thread
 from ..contract._exceptions import ErrorCode
 from ..sandbox import Limits, ScriptError, ScriptOutcome
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
-from ._cpython import INTERPRETERS
 from ._in_process import (
     SCRIPT_THREADS,
     AsyncBatchCaller,
@@ -41,6 +40,7 @@ from ._template import READY_TIMEOUT_SECONDS, WorkerTemplate
 from ._template import available as template_available
 from ._worker_folders import sweep_stale_folders
 from ._worker_process import (
+    INTERPRETERS,
     START_TIMEOUT_SECONDS,
     Worker,
     WorkerLost,

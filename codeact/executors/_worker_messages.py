@@ -19,8 +19,12 @@ from ..contract._exceptions import ErrorCode
 from ..contract._json import JsonValue, thaw
 from ..contract._results import ToolExecutionResult
 from ..sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
-from ..sandbox._interpreter import MAX_RESULT_CHARS, MAX_RESULT_DEPTH, SCALAR_CHARS
-from ..sandbox._outcome import outcome_from_json
+from ..sandbox._outcome import (
+    MAX_RESULT_CHARS,
+    MAX_RESULT_DEPTH,
+    SCALAR_CHARS,
+    outcome_from_json,
+)
 from ..stdlib._recorded import FLOAT_KINDS, INT_KINDS, MAX_ENTROPY_BYTES
 
 MAX_ERROR_CHARS = 4_000  # the interpreter's own bound on an error message

@@ -66,6 +66,9 @@ START_TIMEOUT_SECONDS = 30.0
 CHANNEL_SECONDS = 10.0  # the bound on a write or read outside a run (init, reset, exit)
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder that holds codeact
+# How a worker runs scripts: the restricted interpreter, or plain CPython (_cpython), where
+# the kernel is the only boundary.
+INTERPRETERS = ("restricted", "cpython")
 # All a worker (or the template it is forked from) inherits of the host's environment.
 WORKER_ENVIRONMENT = {
     "PATH": os.defpath,

@@ -46,7 +46,14 @@ from ._limits import (
     quiet_late_interrupts,
     release_free_memory,
 )
-from ._outcome import ScriptError, ScriptOutcome, ToolCallRecord
+from ._outcome import (
+    MAX_RESULT_CHARS,
+    MAX_RESULT_DEPTH,
+    SCALAR_CHARS,
+    ScriptError,
+    ScriptOutcome,
+    ToolCallRecord,
+)
 from ._ownership import SCOPE_KEY, SCOPE_MARK
 from ._pending import CALLS, Pending, PreviewStop, marked, refuse_forged_mark
 from ._printed import Printed
@@ -60,12 +67,9 @@ _BINDING_KEY = object()
 # What a script sees as its module's name: it runs as the main program does.
 SCRIPT_MODULE_NAME = "__main__"
 MAX_REPR_CHARS = 2_000
-MAX_RESULT_DEPTH = 50
-SCALAR_CHARS = 8  # what a number, a bool or None counts towards a result's size
 MAX_ERROR_CHARS = 4_000
 OUT_OF_MEMORY = "memory limit: the script ran out of memory"
 MAX_KIND_CHARS = 200
-MAX_RESULT_CHARS = 1_000_000
 
 
 @dataclass(kw_only=True)

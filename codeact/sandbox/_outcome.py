@@ -7,6 +7,12 @@ from typing import Any
 
 from ..contract._json import JsonValue
 
+# A run's value as a result may be: the interpreter makes it within these, and the host
+# checks a worker's claimed value against the same (``executors._worker_messages``).
+MAX_RESULT_DEPTH = 50
+SCALAR_CHARS = 8  # what a number, a bool or None counts towards a result's size
+MAX_RESULT_CHARS = 1_000_000
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallRecord:

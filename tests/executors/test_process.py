@@ -373,3 +373,41 @@ async def test_a_worker_recurses_as_deep_as_cpython_and_endless_recursion_is_a_l
         assert (await run(executor, "1 + 1")).value == 2  # the worker lives on
     finally:
         await executor.aclose()
+
+
+HOST_WITH_WORKERS = """
+import json, sys
+from codeact import Runtime, ToolCall, tool
+
+@tool
+def lookup(key: int) -> int:
+    '''A cheap host tool.'''
+    return key * 2
+
+with Runtime([lookup], mode="code") as runtime:
+    result = runtime.execute_sync(ToolCall("c", "run_code", {"code": "lookup(20) + 2"}))
+loaded = [name for name in ("codeact.sandbox._interpreter", "RestrictedPython") if name in sys.modules]
+print(json.dumps({"text": result.text, "loaded": loaded}))
+"""
+
+
+def test_a_host_whose_scripts_run_in_workers_never_loads_the_interpreter() -> None:
+    """The worker runs the restricted interpreter; the host only speaks to it, so neither
+    the interpreter nor RestrictedPython is imported there (memory and start-up it never
+    uses)."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", HOST_WITH_WORKERS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=True,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "42" in seen["text"]
+    assert seen["loaded"] == []
