@@ -3,46 +3,28 @@
 Starts ``BUSY`` processes (default: one per core) that spin on the CPU, runs the test
 command beside them, and stops them however the run ends. The suite must pass here as it
 does on a quiet machine: no test may depend on which of two timely outcomes wins. The busy
-processes end by themselves after ``LIFETIME_SECONDS`` too, so none outlives a killed
-check. Prints the suite's time and exits with its exit code.
+processes end by themselves within the hour too (``benchmarks._timing.busy_cores``), so
+none outlives a killed check by long. Prints the suite's time and exits with its exit code.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import subprocess
 import sys
 import time
 
-LIFETIME_SECONDS = 3600.0
+from benchmarks._timing import busy_cores
+
 DEFAULT_ARGS = ["-q", "-p", "no:cacheprovider"]
-
-
-def spin(until: float) -> None:
-    """Keep one core busy until the clock passes ``until``."""
-    count = 0
-    while time.monotonic() < until:
-        count += 1
 
 
 def main(argv: list[str]) -> int:
     busy, pytest_args = _parsed(argv)
-    until = time.monotonic() + LIFETIME_SECONDS
-    spinners = [
-        multiprocessing.Process(target=spin, args=(until,), daemon=True) for _ in range(busy)
-    ]
-    for spinner in spinners:
-        spinner.start()
     print(f"load check: {busy} busy processes beside the suite", flush=True)
     started = time.monotonic()
-    try:
+    with busy_cores(busy):
         done = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], check=False)
-    finally:
-        for spinner in spinners:
-            spinner.terminate()
-        for spinner in spinners:
-            spinner.join(10)
     print(f"load check: the suite took {time.monotonic() - started:.0f} s under load", flush=True)
     return done.returncode
 

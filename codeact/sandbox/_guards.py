@@ -53,20 +53,14 @@ from ._transformer import (
 from ._work_bounds import (
     FREE_DIVISION_BITS,
     FUNCTION_TYPE,
-    MAX_DIVISION_WORK,
     SEQUENCES,
     check_division,
-    check_gcd,
-    eager_or_ticking,
     exact_index,
     exact_len,
-    interruptible,
     is_repeatable,
-    python_reduce,
     rational_bits,
     text_base,
     ticking,
-    ticking_factory,
     with_interruptible_callbacks,
 )
 
@@ -1111,24 +1105,13 @@ _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 __all__ = [
-    "MAX_DIVISION_WORK",
     "Builtin",
     "GuardedMethod",
     "Guards",
     "LongRange",
     "OpaqueType",
     "ScriptFormatter",
-    "check_division",
-    "check_gcd",
-    "eager_or_ticking",
-    "exact_index",
-    "exact_len",
-    "interruptible",
     "match_class_guard",
-    "python_reduce",
     "reraise_limits",
     "script_class_factory",
-    "ticking",
-    "ticking_factory",
-    "with_interruptible_callbacks",
 ]
