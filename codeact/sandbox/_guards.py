@@ -42,6 +42,7 @@ from ._transformer import (
     CALLBACK_METHODS,
     CLASS_BODY_DUNDERS,
     CLASS_DATA_DUNDERS,
+    COPY_HOOKS,
     DATA_DUNDERS,
     FORBIDDEN_ATTRIBUTES,
     GUARDED_ATTRIBUTES,
@@ -203,7 +204,10 @@ class Guards:
                 return default
             raise AttributeError(f"{mro[0].__name__!r} object has no attribute {name!r}")
         value = getattr(obj, name)
-        if defining in SCRIPT_CLASSES:
+        if defining in SCRIPT_CLASSES and (
+            # a copy hook a factory put on the script's class (namedtuple's) is the host's
+            name not in COPY_HOOKS or is_script_function(vars(defining)[name])
+        ):
             return value
         bound = not isinstance(obj, type)
         if not bound and defining.__flags__ & _HEAP_TYPE:

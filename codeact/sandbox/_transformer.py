@@ -69,6 +69,12 @@ SCRIPT_DUNDER_NAMES = frozenset(
     {"__all__", "__version__", "__author__", "__license__", "__copyright__", "__email__"}
 )
 
+# What ``copy`` asks an object to make its copy: the copy facade calls them, so they count
+# only as functions the script wrote (a factory's, namedtuple's ``__getnewargs__``, is host code).
+COPY_HOOKS = frozenset(
+    {"__copy__", "__deepcopy__", "__getnewargs__", "__getstate__", "__setstate__"}
+)
+
 # Operators a script class may implement, in their plain, reflected and in-place forms.
 _OPERATORS = [
     "add",
@@ -138,9 +144,8 @@ SCRIPT_DUNDERS = frozenset(
         "__ceil__",
         "__post_init__",
         "__init_subclass__",
-        # copies (the copy facade calls the script's own), paths, bytes
-        "__copy__",
-        "__deepcopy__",
+        # copies (the copy facade calls the script's own: COPY_HOOKS), paths, bytes
+        *COPY_HOOKS,
         "__fspath__",
         "__bytes__",
     }
@@ -889,6 +894,7 @@ def _contains_product(node: ast.expr) -> bool:
 __all__ = [
     "ASYNC_TAKERS",
     "CALLBACK_METHODS",
+    "COPY_HOOKS",
     "DATA_DUNDERS",
     "FORBIDDEN_ATTRIBUTES",
     "GUARDED_ATTRIBUTES",

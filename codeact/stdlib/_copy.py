@@ -12,7 +12,12 @@ import collections
 import enum
 from typing import Any
 
-from ..sandbox._ownership import PLAIN_TYPES, SCRIPT_CLASSES, is_script_class
+from ..sandbox._ownership import (
+    PLAIN_TYPES,
+    SCRIPT_CLASSES,
+    is_script_class,
+    is_script_function,
+)
 
 # Values that are their own copies: immutable, or opaque stand-ins.
 _ATOMIC = frozenset(PLAIN_TYPES - {list, dict, set, bytearray})
@@ -83,10 +88,12 @@ def _deep(value: Any, memo: dict[int, Any]) -> Any:
 
 
 def _own_method(kind: type, name: str) -> Any:
-    """``name`` as ``kind`` defines it, if a script class defines it (never a host's)."""
+    """``name`` as ``kind`` defines it, if the script wrote it (never a host's, nor one a
+    factory such as namedtuple put on a script's class)."""
     for klass in kind.__mro__:
         if name in vars(klass):
-            return vars(klass)[name] if klass in SCRIPT_CLASSES else None
+            found = vars(klass)[name]
+            return found if klass in SCRIPT_CLASSES and is_script_function(found) else None
     return None
 
 
@@ -102,12 +109,25 @@ def _rebuild(value: Any, items: list[Any]) -> Any:
 def _copy_object(
     value: Any, copy_item: Any, memo: dict[int, Any] | None = None, key: int = 0
 ) -> Any:
-    """A new instance of the script's class, its state copied item by item (no ``__init__``)."""
+    """A new instance of the script's class, its state copied item by item (no ``__init__``).
+
+    As CPython's ``copy`` does through ``__reduce_ex__``: the class's own ``__getnewargs__``
+    gives what it is made from, its own ``__getstate__`` and ``__setstate__`` what it keeps
+    (each the script's function, run as script code; a host class's are never called).
+    """
     kind = type(value)
     if isinstance(value, enum.Enum):
         return value
     base: Any = next(b for b in kind.__mro__ if b not in SCRIPT_CLASSES)
-    if base in _IMMUTABLE_BASES:
+    new_args = _own_method(kind, "__getnewargs__")
+    if new_args is not None:
+        arguments = new_args(value)
+        if type(arguments) is not tuple:
+            raise TypeError(
+                f"__getnewargs__ should return a tuple, not '{type(arguments).__name__}'"
+            )
+        new = base.__new__(kind, *copy_item(arguments))
+    elif base in _IMMUTABLE_BASES:
         content = tuple(copy_item(i) for i in value) if base is tuple else base(value)
         new = base.__new__(kind, content)
     else:
@@ -116,15 +136,30 @@ def _copy_object(
         memo[key] = new
     if isinstance(value, BaseException):
         new.args = tuple(copy_item(a) for a in value.args)
+    get_state, set_state = _own_method(kind, "__getstate__"), _own_method(kind, "__setstate__")
+    if get_state is not None or set_state is not None:
+        state = get_state(value) if get_state is not None else _default_state(value)
+        if state is not None:
+            state = copy_item(state)
+            if set_state is not None:
+                set_state(new, state)
+            else:
+                _set_state(new, state)
+        _copy_contents(value, new, copy_item)
+        return new
     state = getattr(value, "__dict__", None)
     if state is not None:
         for name, item in state.items():
             object.__setattr__(new, name, copy_item(item))
-    for klass in kind.__mro__:
-        if klass in SCRIPT_CLASSES:
-            for name in vars(klass).get("__slots__", ()):
-                if hasattr(value, name):
-                    object.__setattr__(new, name, copy_item(getattr(value, name)))
+    for name in _slot_names(kind):
+        if hasattr(value, name):
+            object.__setattr__(new, name, copy_item(getattr(value, name)))
+    _copy_contents(value, new, copy_item)
+    return new
+
+
+def _copy_contents(value: Any, new: Any, copy_item: Any) -> None:
+    """The items of a script class built on a list, dict or set."""
     if isinstance(value, list):
         list.extend(new, [copy_item(item) for item in value])
     elif isinstance(value, dict):
@@ -132,7 +167,57 @@ def _copy_object(
             dict.__setitem__(new, copy_item(k), copy_item(v))
     elif isinstance(value, set):
         set.update(new, [copy_item(item) for item in value])
-    return new
+
+
+def _slot_names(kind: type) -> list[str]:
+    """The ``__slots__`` the script's classes declared, along the class's MRO."""
+    names: list[str] = []
+    for klass in kind.__mro__:
+        if klass in SCRIPT_CLASSES:
+            slots = vars(klass).get("__slots__", ())
+            names.extend([slots] if isinstance(slots, str) else slots)
+    return names
+
+
+def _default_state(value: Any) -> Any:
+    """What ``object.__getstate__`` gives for the script's object: its attributes, with its
+    slots' values beside them when it has slots (None when it has neither)."""
+    attributes = getattr(value, "__dict__", None) or None
+    slots = {
+        name: getattr(value, name) for name in _slot_names(type(value)) if hasattr(value, name)
+    }
+    if slots:
+        return (attributes, slots)
+    return attributes
+
+
+def _set_state(new: Any, state: Any) -> None:
+    """A state applied as ``copy`` applies one to a class without ``__setstate__``: a dict of
+    attributes, or a pair of it and the slots' values. Names go straight into the new
+    object's ``__dict__`` or its declared slots, never through a descriptor of another name."""
+    slot_state = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slot_state = state
+    if state:
+        if type(state) is not dict:
+            raise TypeError(f"a copied state must be a dict, not '{type(state).__name__}'")
+        attributes = getattr(new, "__dict__", None)
+        if attributes is None:
+            raise AttributeError(f"'{type(new).__name__}' object has no attribute '__dict__'")
+        attributes.update(state)
+    if slot_state:
+        if type(slot_state) is not dict:
+            raise TypeError(
+                f"a copied slot state must be a dict, not '{type(slot_state).__name__}'"
+            )
+        declared = _slot_names(type(new))
+        for name, item in slot_state.items():
+            if name in declared:
+                object.__setattr__(new, name, item)
+            elif type(name) is str and getattr(new, "__dict__", None) is not None:
+                new.__dict__[name] = item
+            else:
+                raise AttributeError(f"'{type(new).__name__}' object has no attribute {name!r}")
 
 
 _IMMUTABLE_BASES = (int, float, complex, str, bytes, tuple, frozenset)

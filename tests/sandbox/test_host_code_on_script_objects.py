@@ -193,6 +193,45 @@ def test_asdict_refuses_what_the_scripts_decorator_did_not_make(run: Runner) -> 
     assert outcome.value == "asdict() should be called on dataclass instances"
 
 
+def test_copy_hooks_count_only_as_the_script_wrote_them(run: Runner) -> None:
+    """``copy`` calls the script's ``__getnewargs__``, ``__getstate__`` and ``__setstate__``
+    as script code; a hook a factory put on a script's class (namedtuple's
+    ``__getnewargs__``) is host code: never read, and copying goes on without it."""
+    outcome = run(
+        _script(
+            """
+            import collections, copy
+            Pair = collections.namedtuple('Pair', 'a b')
+            pair = Pair(1, [2])
+            class Kept:
+                def __init__(self):
+                    self.calls = []
+                def __getstate__(self):
+                    self.calls.append('get')
+                    return {'calls': list(self.calls)}
+                def __setstate__(self, state):
+                    self.calls = state['calls'] + ['set']
+            kept = Kept()
+            deep = copy.deepcopy(pair)
+            [type(deep).__name__, deep.b is pair.b, deep == pair,
+             copy.deepcopy(kept).calls, kept.calls, kept.__getstate__.__name__]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    refused = run("pair.__getnewargs__")
+    assert refused.error is not None
+    assert refused.error.code == ErrorCode.CODE_SECURITY_VIOLATION
+    assert outcome.value == [
+        "Pair",
+        False,
+        True,
+        ["get", "set"],
+        ["get"],
+        "__getstate__",
+    ]
+
+
 # 2. Shared classes refuse writes ----------------------------------------------------------
 
 

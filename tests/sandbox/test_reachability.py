@@ -100,6 +100,11 @@ PROBED_DUNDERS = (
     "__getattr__",
     "__call__",
     "__init_subclass__",
+    "__copy__",
+    "__deepcopy__",
+    "__getnewargs__",
+    "__getstate__",
+    "__setstate__",
 )
 # Private names of the runtime's own stand-ins and wrappers, tried on everything.
 PROBED_PRIVATE = ("_real", "_construct", "_members", "_guards", "_cls", "_bound", "_call", "_span")
@@ -115,6 +120,7 @@ ALLOWED_DUNDERS = frozenset(
 # Read only where the script defined them itself (its own class's method).
 SCRIPT_ONLY_DUNDERS = frozenset(
     {"__mul__", "__pow__", "__mod__", "__format__", "__getattr__", "__call__"}
+    | {"__copy__", "__deepcopy__", "__getnewargs__", "__getstate__", "__setstate__"}
 )
 NOT_VALUES = frozenset({"super", "__build_class__", "__import__"})
 
@@ -134,6 +140,15 @@ class Sized(list):
         return len(self)
     def __format__(self, spec):
         return 'sized'
+class Kept(tuple):
+    def __getnewargs__(self):
+        return (tuple(self),)
+    def __getstate__(self):
+        return {'copied': True}
+    def __setstate__(self, state):
+        self.state = state
+    def __copy__(self):
+        return Kept(self)
 class Color(enum.Enum):
     RED = 1
 @dataclasses.dataclass
@@ -149,7 +164,7 @@ try:
 except ZeroDivisionError as e:
     caught = e
 seeds = [
-    Box(), Box, Box().sup(), Sized([1]), Sized, Color.RED, Color, Point(), Point, gen(), closure(), caught,
+    Box(), Box, Box().sup(), Sized([1]), Sized, Kept((1,)), copy.deepcopy(Kept((1,))), Color.RED, Color, Point(), Point, gen(), closure(), caught,
     re.compile('a'), re.match('a', 'a'), datetime.datetime(2024, 1, 1), datetime.timedelta(1),
     decimal.Decimal('1.5'), fractions.Fraction(1, 3), uuid.uuid4(), collections.deque([1]),
     collections.Counter('ab'), collections.OrderedDict(a=1), collections.defaultdict(list),
