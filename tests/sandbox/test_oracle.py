@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from codeact import ToolError
+from codeact import ErrorCode, ToolError
 
 from .conftest import CPYTHON_WORKER, EXECUTORS, Runner
 
@@ -39,10 +39,10 @@ CPYTHON_WORKER_DIFFERS = {
 }
 
 
-def load_scripts() -> dict[str, tuple[str, str]]:
-    """``category/name`` -> (category, source), from every ``*.scripts`` file."""
+def load_scripts(pattern: str = "*.scripts") -> dict[str, tuple[str, str]]:
+    """``category/name`` -> (category, source), from every file ``pattern`` matches."""
     scripts: dict[str, tuple[str, str]] = {}
-    for path in sorted(ORACLE.glob("*.scripts")):
+    for path in sorted(ORACLE.glob(pattern)):
         name = None
         lines: list[str] = []
         for line in [*path.read_text().splitlines(), MARK + "end"]:
@@ -58,6 +58,8 @@ def load_scripts() -> dict[str, tuple[str, str]]:
 
 
 SCRIPTS = load_scripts()
+# Scripts CPython's compiler refuses: each must be refused before any of it runs.
+REFUSED = load_scripts("*.syntax")
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,32 @@ def test_script_behaves_as_under_cpython(oracle_runner: Runner, key: str) -> Non
     expected = reference(source, category)
     oracle_runner.reset()
     assert observed(oracle_runner, source) == expected
+
+
+def cpython_refusal(source: str) -> str:
+    """What CPython's compiler says of ``source`` (the message, without the location)."""
+    try:
+        tree = ast.parse(source)
+        compile(tree, "<cpython>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except SyntaxError as error:
+        return str(error.msg)
+    raise AssertionError("CPython compiles this script")
+
+
+@pytest.mark.parametrize("key", REFUSED)
+def test_a_script_cpython_will_not_compile_is_refused_with_its_words(
+    oracle_runner: Runner, key: str
+) -> None:
+    _, source = REFUSED[key]
+    if not source.startswith("from __future__"):  # nothing runs: not even a first line
+        source = f"print('ran')\n{source}"
+    words = cpython_refusal(source)
+    oracle_runner.reset()
+    outcome = oracle_runner(source)
+    assert outcome.output == ""
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.CODE_SYNTAX_ERROR
+    assert words in outcome.error.message
 
 
 def test_the_suite_covers_every_category_with_three_hundred_scripts() -> None:
