@@ -107,6 +107,9 @@ SHOWN: dict[type, Any] = {}
 # Stand-in bases that build a class of another shape (``typing.NamedTuple``): each maps
 # the class statement's name, bases and namespace to the bases and namespace to use.
 CLASS_BUILDERS: dict[type, Any] = {}
+# Stand-in bases whose class statement makes a protocol (``typing.Protocol``): isinstance
+# against it compares shapes once the script marks it ``runtime_checkable``.
+PROTOCOL_MARKERS: set[type] = set()
 
 
 # id(stand-in of a builtin) -> (the real type, its guarded constructor): kept here, never
@@ -236,6 +239,7 @@ __all__ = [
     "CLASS_BUILDERS",
     "HOST_METHODS",
     "PLAIN_TYPES",
+    "PROTOCOL_MARKERS",
     "RAW_TYPES",
     "READABLE",
     "SCOPE_KEY",

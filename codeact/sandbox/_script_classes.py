@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from ._errors import SecurityViolation, may_suppress
-from ._ownership import BASE_CLASSES, CLASS_BUILDERS, SCRIPT_CLASSES, is_script_class, real_base
+from ._ownership import (
+    BASE_CLASSES,
+    CLASS_BUILDERS,
+    PROTOCOL_MARKERS,
+    SCRIPT_CLASSES,
+    is_script_class,
+    is_script_function,
+    real_base,
+)
 
 # Builtin value types whose subclasses host caches would hash (see ScriptClassFactory).
 _HASHED_BUILTINS = (str, bytes, int, float, complex, tuple, frozenset)
@@ -23,10 +32,10 @@ class ScriptClassFactory:
         self._raw = raw
 
     def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: Any) -> Any:
-        if kwargs:  # class X(metaclass=...), or keywords for a host __init_subclass__
-            raise SecurityViolation("class keywords are not allowed in scripts")
         bases = tuple(map(real_base, bases))
         meta = _metaclass_for(bases)
+        if kwargs:
+            _check_class_keywords(bases, meta)
         namespace = meta.__prepare__(name, bases)
         # The class is the script's from the moment it exists: an Enum builds its members
         # (running the script's __init__ on them) before the metaclass returns. First in
@@ -35,15 +44,20 @@ class ScriptClassFactory:
         return namespace
 
     def __call__(self, name: str, bases: tuple[type, ...], namespace: Any, **kwargs: Any) -> type:
-        if kwargs:
-            raise SecurityViolation("class keywords are not allowed in scripts")
         bases = tuple(map(real_base, bases))
+        protocol = any(base in PROTOCOL_MARKERS for base in bases)
         for base in bases:
             builder = CLASS_BUILDERS.get(base)
             if builder is not None:  # class P(NamedTuple): a class of another shape
+                if kwargs:  # the builder's own keywords are host code's to read
+                    raise SecurityViolation(f"class keywords are not allowed for a {name} base")
                 bases, namespace = builder(name, bases, namespace)
                 break
         meta = _metaclass_for(bases)
+        if protocol:
+            meta = _protocol_metaclass(meta)
+        if kwargs:
+            _check_class_keywords(bases, meta)
         if "__hash__" in namespace and any(issubclass(b, _HASHED_BUILTINS) for b in bases):
             # such a key looks like a host string or number to host caches (strptime's),
             # which would then run the script's __hash__ and __eq__ in other sessions
@@ -52,15 +66,37 @@ class ScriptClassFactory:
             namespace["__exit__"] = _unswallowing_exit(namespace["__exit__"])
         if "__aexit__" in namespace:
             namespace["__aexit__"] = _unswallowing_aexit(namespace["__aexit__"])
-        cls: type = meta(name, bases, namespace)
+        cls: type = meta(name, bases, namespace, **kwargs)
         with contextlib.suppress(AttributeError, TypeError):
             type.__delattr__(cls, _REGISTRAR)
         SCRIPT_CLASSES.add(cls)
         self._raw.add(cls)
+        if protocol:
+            PROTOCOLS.add(cls)
         return cls
 
 
 _REGISTRAR = "__codeact_register__"
+
+
+def _check_class_keywords(bases: tuple[type, ...], meta: type) -> None:
+    """Class keywords (``class Csv(Plugin, kind='csv')``) reach the first
+    ``__init_subclass__`` along the new class's bases: they may only ever reach one the
+    script wrote, or ``object``'s, which refuses them with CPython's TypeError. A host's
+    hook or metaclass (Enum's, typing's) would read script values as its own options."""
+    if meta is not type and meta is not ScriptABCMeta:
+        raise SecurityViolation(f"class keywords are not allowed with a {meta.__name__} base")
+    for base in bases:
+        for klass in base.__mro__:
+            hook = vars(klass).get("__init_subclass__")
+            if hook is None or klass is object:
+                continue
+            written = is_script_function(getattr(hook, "__func__", hook))
+            if not (klass in SCRIPT_CLASSES and written):
+                raise SecurityViolation(
+                    f"class keywords are not allowed: {klass.__name__}.__init_subclass__ "
+                    "is not the script's"
+                )
 
 
 class _Registrar:
@@ -123,6 +159,126 @@ class ScriptABCMeta(abc.ABCMeta):
         return super().register(subclass)
 
 
+# The script's protocol classes, and those it marked runtime_checkable (membership only:
+# nothing is set on a script's class).
+PROTOCOLS: weakref.WeakSet[type] = weakref.WeakSet()
+RUNTIME_PROTOCOLS: weakref.WeakSet[type] = weakref.WeakSet()
+# Names a protocol's body holds that are not what it asks of an object (typing's list).
+_NOT_MEMBERS = frozenset(
+    {
+        "__abstractmethods__",
+        "__annotations__",
+        "__dict__",
+        "__doc__",
+        "__init__",
+        "__init_subclass__",
+        "__match_args__",
+        "__module__",
+        "__new__",
+        "__parameters__",
+        "__qualname__",
+        "__slots__",
+        "__subclasshook__",
+        "__weakref__",
+        "__class_getitem__",
+        "__orig_bases__",
+        _REGISTRAR,
+    }
+)
+
+
+class ScriptProtocolMeta(ScriptABCMeta):
+    """The metaclass of a script's ``typing.Protocol`` classes: ``isinstance`` and
+    ``issubclass`` against a runtime-checkable protocol compare shapes, as typing's do.
+
+    The comparison only looks names up in class and instance dictionaries: it runs no
+    code of the object's (no ``__getattr__``, no property), the script's or the host's.
+    """
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        if cls not in PROTOCOLS:  # a class implementing a protocol: by its bases
+            return super().__instancecheck__(instance)
+        _require_runtime(cls)
+        if cls in type(instance).__mro__:  # by its bases (ABCMeta's own check would ask
+            return True  # every subclass of the protocol in turn, shapes and all)
+        return all(_has_member(instance, name, method) for name, method in _members(cls))
+
+    def __subclasscheck__(cls, subclass: Any) -> bool:
+        if cls not in PROTOCOLS:
+            return super().__subclasscheck__(subclass)
+        _require_runtime(cls)
+        members = _members(cls)
+        if not all(method for _, method in members):
+            raise TypeError("Protocols with non-method members don't support issubclass()")
+        if not isinstance(subclass, type):
+            raise TypeError("issubclass() arg 1 must be a class")
+        if cls in subclass.__mro__:
+            return True
+        return all(_found_in_class(subclass, name) is not _ABSENT for name, _ in members)
+
+
+_ABSENT = object()
+
+
+def _require_runtime(cls: type) -> None:
+    if cls not in RUNTIME_PROTOCOLS:
+        raise TypeError(
+            "Instance and class checks can only be used with @runtime_checkable protocols"
+        )
+
+
+def _members(cls: type) -> list[tuple[str, bool]]:
+    """What ``cls`` asks of an object: each name, and whether it is a method (callable)."""
+    members: dict[str, bool] = {}
+    for klass in cls.__mro__:
+        if klass not in PROTOCOLS:
+            continue
+        body = vars(klass)
+        names = [*body, *body.get("__annotations__", {})]
+        for name in names:
+            if name in _NOT_MEMBERS or name.startswith("_abc_") or name in members:
+                continue
+            members[name] = name in body and callable(body[name])
+    return list(members.items())
+
+
+def _found_in_class(kind: type, name: str) -> Any:
+    for klass in kind.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return _ABSENT
+
+
+def _has_member(instance: Any, name: str, method: bool) -> bool:
+    """Has ``instance`` the member (a method set to None counts as absent, as in typing)?"""
+    found = _found_in_class(type(instance), name)
+    if found is not _ABSENT:
+        return not (method and found is None)
+    try:  # the instance's own attributes, read without running its __getattr__
+        attributes = object.__getattribute__(instance, "__dict__")
+    except (AttributeError, TypeError):
+        return False
+    return (
+        type(attributes) is dict
+        and name in attributes
+        and not (method and attributes[name] is None)
+    )
+
+
+def _protocol_metaclass(meta: type) -> type:
+    if meta in (type, ScriptABCMeta, ScriptProtocolMeta):
+        return ScriptProtocolMeta
+    raise SecurityViolation(f"a protocol cannot have the metaclass {meta.__name__}")
+
+
+def runtime_checkable(cls: Any) -> Any:
+    """``typing.runtime_checkable``: the protocol's checks compare shapes from now on."""
+    if cls not in PROTOCOLS:
+        raise TypeError(f"@runtime_checkable can be only applied to protocol classes, got {cls!r}")
+    RUNTIME_PROTOCOLS.add(cls)
+    return cls
+
+
 def _metaclass_for(bases: tuple[type, ...]) -> type:
     winner: type = type
     for base in bases:
@@ -136,11 +292,11 @@ def _metaclass_for(bases: tuple[type, ...]) -> type:
             winner = meta
     if winner is abc.ABCMeta:  # a host ABC as a base: the class gets the script's metaclass
         return ScriptABCMeta
-    if winner is not type and winner is not ScriptABCMeta and winner.__module__ != "enum":
+    if winner is not type and not issubclass(winner, ScriptABCMeta) and winner.__module__ != "enum":
         raise SecurityViolation(
             f"classes with metaclass {winner.__name__} cannot be defined in scripts"
         )
     return winner
 
 
-__all__ = ["ScriptABCMeta", "ScriptClassFactory"]
+__all__ = ["ScriptABCMeta", "ScriptClassFactory", "ScriptProtocolMeta", "runtime_checkable"]

@@ -476,9 +476,14 @@ class CodeActPolicy(RestrictingNodeTransformer):
         outer_names = self._class_names
         self._class_names = (*outer_names, node.name)
         try:
-            return self._scope(node, super().visit_ClassDef)
+            made = self._scope(node, super().visit_ClassDef)
         finally:
             self._class_names = outer_names
+        # RestrictedPython rebuilds the statement without its keywords: ``class
+        # Csv(Plugin, kind='csv')`` would lose ``kind`` silently. The checked keywords go
+        # back (never ``metaclass``, refused above); the class factory decides who gets them.
+        made.keywords.extend(k for k in node.keywords if k.arg != "metaclass")
+        return made
 
     # async ----------------------------------------------------------------------------
 

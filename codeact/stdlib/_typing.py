@@ -17,9 +17,11 @@ from typing import Any
 from ..sandbox._ownership import (
     CLASS_BUILDERS,
     DUNDER_DATA,
+    PROTOCOL_MARKERS,
     register_base,
     register_readable,
 )
+from ..sandbox._script_classes import runtime_checkable
 
 
 class TypingForm:
@@ -271,9 +273,12 @@ class _Shaped(TypingForm):
 
     __slots__ = ("_marker",)
 
-    def __init__(self, name: str, marker: type) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, marker: type, args: tuple[Any, ...] = ()) -> None:
+        super().__init__(name, None, args)
         self._marker = marker
+
+    def __getitem__(self, args: Any) -> _Shaped:  # Protocol[T]: still the protocol marker
+        return _Shaped(self._name, self._marker, args if type(args) is tuple else (args,))
 
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         return (self._marker,)
@@ -350,7 +355,7 @@ def typing_members() -> dict[str, Any]:
         NewType=_new_type,
         overload=_identity,
         final=_identity,
-        runtime_checkable=_identity,
+        runtime_checkable=runtime_checkable,
         no_type_check=_identity,
         assert_type=_identity,
         reveal_type=_identity,
@@ -368,6 +373,7 @@ DUNDER_DATA.update(
 for _form in (TypingForm, GenericForm, TypeVar, _Shaped):
     _form.__module__ = "typing"  # what type() of a form shows
 register_base(Generic, NamedTupleBase, TypedDictBase, ProtocolBase)
+PROTOCOL_MARKERS.add(ProtocolBase)
 CLASS_BUILDERS.update(
     {
         NamedTupleBase: _build_named_tuple,

@@ -93,6 +93,13 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("locals-through-host-frame", "next(iter(locals, None))", SEC),
     ("init-subclass-keyword", "class A:\n    pass\nclass B(A, metaclass=type):\n    pass", SEC),
+    # class keywords reach only a script's own __init_subclass__ (or object's TypeError)
+    ("class-keyword-to-enum", "import enum\nclass E(enum.Flag, boundary=1):\n    A = 1", SEC),
+    (
+        "class-keyword-to-a-namedtuple-builder",
+        "import typing\nclass P(typing.NamedTuple, total=False):\n    a: int",
+        SEC,
+    ),
     # The new modules
     ("attrgetter-dunder", "import operator\noperator.attrgetter('__globals__')(len)", SEC),
     ("attrgetter-private", "import operator\noperator.attrgetter('_dispatch')(add)", SEC),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import decimal
+import enum
 import textwrap
 import threading
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from codeact.executors._process import ProcessExecutor
 from codeact.sandbox import Limits, ScriptOutcome
 from codeact.sandbox._errors import SecurityViolation
 from codeact.sandbox._ownership import BASE_CLASSES, READABLE, SCRIPT_CLASSES
+from codeact.sandbox._script_classes import _check_class_keywords
 from codeact.sandbox._sealed import is_sealed
 
 from .conftest import Runner
@@ -191,6 +193,22 @@ def test_asdict_refuses_what_the_scripts_decorator_did_not_make(run: Runner) -> 
         )
     )
     assert outcome.value == "asdict() should be called on dataclass instances"
+
+
+def test_class_keywords_never_reach_a_hosts_init_subclass() -> None:
+    """``class B(Base, kind=...)`` hands its keywords to the first ``__init_subclass__`` along
+    the bases: refused when that, or any along the way, is host code (none of the reviewed
+    bases has one today: the rule holds for the next one added)."""
+
+    class HostBase:
+        def __init_subclass__(cls, **options: object) -> None:
+            super().__init_subclass__()
+
+    with pytest.raises(SecurityViolation, match="not the script's"):
+        _check_class_keywords((HostBase,), type)
+    with pytest.raises(SecurityViolation, match="not allowed with a EnumType base"):
+        _check_class_keywords((), enum.EnumType)
+    _check_class_keywords((object,), type)  # object's own refuses them as CPython does
 
 
 def test_copy_hooks_count_only_as_the_script_wrote_them(run: Runner) -> None:

@@ -182,6 +182,9 @@ class Shape(abc.ABC):
     @abc.abstractmethod
     def area(self):
         ...
+@typing.runtime_checkable
+class Closer(typing.Protocol):
+    def close(self): ...
 class Pair(typing.NamedTuple):
     a: int
     b: int = 0
@@ -205,7 +208,8 @@ seeds += [
     contextlib.ExitStack(), contextlib.suppress(ValueError), queue.Queue(),
     array.array('i', [1]), zlib.compress(b'a'), urllib.parse.urlparse('http://x'),
     decimal.Context(), decimal.localcontext(), Shape, Pair(1), Pair, agen(), pending_coroutine,
-    calendar.month_name, numbers.Number, collections.abc.Mapping,
+    calendar.month_name, numbers.Number, collections.abc.Mapping, Closer, type(Closer),
+    isinstance(io.StringIO(), Closer),
 ]
 pending_coroutine.close()
 left = agen()
