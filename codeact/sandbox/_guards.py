@@ -5,6 +5,7 @@ from __future__ import annotations
 import _string  # type: ignore[import-not-found]  # str.format's own field parser
 import builtins
 import decimal
+import enum
 import operator
 import re
 import sys
@@ -234,6 +235,8 @@ class Guards:
             value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
             if name == "__dataclass_fields__" or type(value) in (tuple, list, str):
                 return value
+        if name == "__members__" and own and isinstance(obj, type) and issubclass(obj, enum.Enum):
+            return obj.__members__  # a read-only view of the script's own members, by name
         if name in ("__cause__", "__context__", "__suppress_context__", "__notes__") and (
             isinstance(obj, BaseException)  # an error's chain is errors; its notes are strings
         ):

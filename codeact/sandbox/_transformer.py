@@ -39,7 +39,8 @@ READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__
 
 # Dunder attributes the guard answers with what the object model permits: the
 # script's own class (``type(x)``'s answer), its own objects' ``__dict__``, a dataclass's
-# fields, an exception's chain and notes. Never frames, code, globals or the hierarchy.
+# fields, an enum's members, an exception's chain and notes. Never frames, code, globals
+# or the hierarchy.
 GUARDED_DUNDERS = frozenset(
     {
         "__class__",
@@ -51,6 +52,7 @@ GUARDED_DUNDERS = frozenset(
         "__notes__",
         "__match_args__",
         "__slots__",
+        "__members__",
     }
 )
 

@@ -255,7 +255,11 @@ def _json_loads(text: Any, **options: Any) -> Any:
     return json.loads(text, **options)
 
 
-def _json_dumps(value: Any, **options: Any) -> str:
+def _json_dumps(value: Any, *, cls: Any = None, **options: Any) -> str:
+    if cls is not None:  # the script's encoder class: made and asked as json.dumps does
+        if not (isinstance(cls, type) and issubclass(cls, JSONEncoder)):
+            raise TypeError("json.dumps(cls=...) takes a subclass of json.JSONEncoder in scripts")
+        return cls(**options).encode(value)
     if "default" in options:  # called per value JSON cannot encode, from C
         options["default"] = interruptible(options["default"])
     indent = exact_index(options.get("indent"))
@@ -266,6 +270,61 @@ def _json_dumps(value: Any, **options: Any) -> str:
     ):  # an indent repeats at every nesting level of every line
         raise LimitExceeded("json indent", f"json.dumps(indent=...) above {MAX_JSON_INDENT:,}")
     return json.dumps(value, **options)
+
+
+class JSONEncoder:
+    """``json.JSONEncoder`` as scripts use it: a base whose ``default`` a subclass overrides.
+
+    It keeps its options as given and encodes through the facade's ``dumps`` (the same
+    bounds and interruptible callbacks), calling ``default`` for what JSON cannot hold.
+    Its methods act only on its own instances (the script's subclasses' included).
+    """
+
+    item_separator = ", "
+    key_separator = ": "
+
+    def __init__(
+        self,
+        *,
+        skipkeys: bool = False,
+        ensure_ascii: bool = True,
+        check_circular: bool = True,
+        allow_nan: bool = True,
+        sort_keys: bool = False,
+        indent: Any = None,
+        separators: Any = None,
+        default: Any = None,
+    ) -> None:
+        self.skipkeys, self.ensure_ascii = skipkeys, ensure_ascii
+        self.check_circular, self.allow_nan = check_circular, allow_nan
+        self.sort_keys, self.indent = sort_keys, indent
+        if separators is not None:
+            self.item_separator, self.key_separator = separators
+        elif indent is not None:
+            self.item_separator = ","
+        if default is not None:
+            self.default = default  # type: ignore[method-assign]
+
+    def default(self, o: Any) -> Any:
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    def encode(self, o: Any) -> str:
+        if not isinstance(self, JSONEncoder):  # JSONEncoder.encode(host_object, ...)
+            raise TypeError("JSONEncoder.encode acts only on JSONEncoder objects")
+        return _json_dumps(
+            o,
+            default=self.default,
+            skipkeys=self.skipkeys,
+            ensure_ascii=self.ensure_ascii,
+            check_circular=self.check_circular,
+            allow_nan=self.allow_nan,
+            sort_keys=self.sort_keys,
+            indent=self.indent,
+            separators=(self.item_separator, self.key_separator),
+        )
+
+    def iterencode(self, o: Any) -> Any:
+        return iter([self.encode(o)])
 
 
 def _normalize(form: str, text: str) -> str:
@@ -286,7 +345,12 @@ def _static_facades() -> dict[str, Facade]:
         **STATIC_SYSTEM_FACADES,
         "json": Facade(
             "json",
-            {**pick(json, "JSONDecodeError"), "loads": _json_loads, "dumps": _json_dumps},
+            {
+                **pick(json, "JSONDecodeError"),
+                "loads": _json_loads,
+                "dumps": _json_dumps,
+                "JSONEncoder": JSONEncoder,
+            },
         ),
         "math": Facade(
             "math",
@@ -529,6 +593,11 @@ def _register_readable_types() -> None:
         OpaqueType,
     )
     register_readable(ScriptFormatter, names=("format", "format_map", "vformat", "parse"))
+    register_readable(
+        JSONEncoder,
+        writable=True,
+        names=("default", "encode", "iterencode", "indent", "sort_keys", "item_separator"),
+    )
     recorded.register_clock_methods()
     # strptime caches each format it is given for the process
     register_host_method(
@@ -548,6 +617,7 @@ def _register_readable_types() -> None:
         Counter,
         ToolError,
         json.JSONDecodeError,
+        JSONEncoder,
         decimal.InvalidOperation,
         statistics.StatisticsError,
         dataclasses.FrozenInstanceError,
@@ -566,6 +636,7 @@ def _register_readable_types() -> None:
 for _kind, _module, _name in (
     (Chain, "itertools", "chain"),
     (ScriptFormatter, "string", "Formatter"),
+    (JSONEncoder, "json", "JSONEncoder"),
     (ScriptRandom, "random", "Random"),
     (Counter, "collections", "Counter"),
 ):

@@ -211,6 +211,64 @@ def test_class_keywords_never_reach_a_hosts_init_subclass() -> None:
     _check_class_keywords((object,), type)  # object's own refuses them as CPython does
 
 
+def test_a_protocol_check_runs_no_code_of_the_object(run: Runner) -> None:
+    """``isinstance(x, SomeProtocol)`` looks names up in class and instance dictionaries:
+    the object's ``__getattr__`` never runs (typing's ``hasattr`` would run it, so here an
+    object that only answers through ``__getattr__`` does not match)."""
+    outcome = run(
+        _script(
+            """
+            from typing import Protocol, runtime_checkable
+            @runtime_checkable
+            class Closer(Protocol):
+                def close(self): ...
+            class Spy:
+                asked = []
+                def __getattr__(self, name):
+                    Spy.asked.append(name)
+                    return lambda: None
+            class Real:
+                def close(self):
+                    pass
+            [isinstance(Spy(), Closer), Spy.asked, isinstance(Real(), Closer)]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [False, [], True]
+
+
+JSON_ENCODER_MISUSES = {  # script -> the kind of error that ends it
+    "encode-on-a-host-object": (
+        "import json\njson.JSONEncoder.encode(json, 1)",
+        "SecurityViolation",
+    ),
+    "default-taken-from-a-host-object": (
+        "import json, io\njson.JSONEncoder.encode(io.StringIO('x'), {1})",
+        "SecurityViolation",
+    ),
+    "a-class-that-is-no-encoder": ("import json\njson.dumps(1, cls=dict)", "TypeError"),
+}
+
+
+@pytest.mark.parametrize("misuse", sorted(JSON_ENCODER_MISUSES))
+def test_the_json_encoder_acts_only_on_its_own_objects(run: Runner, misuse: str) -> None:
+    """The encoder base reads ``default`` and its options from the object it is given:
+    never a host object handed in as ``self``, and ``cls`` must be an encoder class."""
+    script, kind = JSON_ENCODER_MISUSES[misuse]
+    outcome = run(script)
+    assert outcome.error is not None
+    assert outcome.error.kind == kind, outcome.error
+
+
+def test_the_json_encoder_class_is_shared_and_refuses_writes(run: Runner) -> None:
+    run("import json\nclass Mine(json.JSONEncoder):\n    item_separator = '; '")
+    outcome = run("import json\njson.JSONEncoder.item_separator = '|'")
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.CODE_SECURITY_VIOLATION
+    assert run("import json\njson.dumps([1, 2])").value == "[1, 2]"
+
+
 def test_copy_hooks_count_only_as_the_script_wrote_them(run: Runner) -> None:
     """``copy`` calls the script's ``__getnewargs__``, ``__getstate__`` and ``__setstate__``
     as script code; a hook a factory put on a script's class (namedtuple's

@@ -100,6 +100,7 @@ PROBED_DUNDERS = (
     "__getattr__",
     "__call__",
     "__init_subclass__",
+    "__members__",
     "__copy__",
     "__deepcopy__",
     "__getnewargs__",
@@ -113,6 +114,7 @@ MAX_OBJECTS = 60_000
 # own objects' attributes; an error's chain. Their values are crawled like any other.
 ALLOWED_DUNDERS = frozenset(
     {"__init__", "__class__", "__dict__", "__dataclass_fields__", "__context__", "__cause__"}
+    | {"__members__"}  # a script enum's own members, by name
     | {"__args__", "__origin__", "__parameters__", "__metadata__"}  # typing forms' parts
     | INERT_DUNDERS
     | CHANGING_DUNDERS
@@ -209,8 +211,12 @@ seeds += [
     array.array('i', [1]), zlib.compress(b'a'), urllib.parse.urlparse('http://x'),
     decimal.Context(), decimal.localcontext(), Shape, Pair(1), Pair, agen(), pending_coroutine,
     calendar.month_name, numbers.Number, collections.abc.Mapping, Closer, type(Closer),
-    isinstance(io.StringIO(), Closer),
+    isinstance(io.StringIO(), Closer), json.JSONEncoder(), json.JSONEncoder,
 ]
+class Encoder(json.JSONEncoder):
+    def default(self, o):
+        return str(o)
+seeds += [Encoder(indent=1), Encoder, json.dumps({1}, cls=Encoder)]
 pending_coroutine.close()
 left = agen()
 import sys, os, os.path, pathlib, gc
