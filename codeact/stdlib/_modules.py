@@ -68,6 +68,7 @@ from . import _dataclasses as script_dataclasses
 from . import _fractions as script_fractions
 from . import _recorded as recorded
 from ._asyncio import asyncio_facade
+from ._dispatch import SingleDispatch, singledispatch
 from ._everyday import (
     Context,
     getcontext,
@@ -433,6 +434,7 @@ def _static_facades() -> dict[str, Facade]:
                 "cmp_to_key": lambda mycmp: functools.cmp_to_key(interruptible(mycmp)),
                 "total_ordering": _on_script_classes(functools.total_ordering),
                 "wraps": _wraps,
+                "singledispatch": singledispatch,
             },
         ),
         "statistics": Facade(
@@ -593,6 +595,7 @@ def _register_readable_types() -> None:
         OpaqueType,
     )
     register_readable(ScriptFormatter, names=("format", "format_map", "vformat", "parse"))
+    register_readable(SingleDispatch, names=("register", "dispatch", "registry"))
     register_readable(
         JSONEncoder,
         writable=True,
@@ -637,6 +640,7 @@ for _kind, _module, _name in (
     (Chain, "itertools", "chain"),
     (ScriptFormatter, "string", "Formatter"),
     (JSONEncoder, "json", "JSONEncoder"),
+    (SingleDispatch, "functools", "singledispatch"),
     (ScriptRandom, "random", "Random"),
     (Counter, "collections", "Counter"),
 ):

@@ -269,6 +269,27 @@ def test_the_json_encoder_class_is_shared_and_refuses_writes(run: Runner) -> Non
     assert run("import json\njson.dumps([1, 2])").value == "[1, 2]"
 
 
+def test_singledispatch_shows_the_classes_as_the_script_gave_them(run: Runner) -> None:
+    """Registering ``int`` files the real type behind the script's stand-in; the registry
+    hands back the stand-in, never the host's class (whose constructor is unguarded)."""
+    outcome = run(
+        _script(
+            """
+            import functools
+            @functools.singledispatch
+            def f(x):
+                return 'x'
+            f.register(int, lambda x: 'int')
+            f.register(type, lambda x: 'type')
+            keys = list(f.registry)
+            [keys[1] is int, keys[2] is type, f(3), f(int), f.dispatch(bool)(1)]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [True, True, "int", "type", "int"]
+
+
 def test_copy_hooks_count_only_as_the_script_wrote_them(run: Runner) -> None:
     """``copy`` calls the script's ``__getnewargs__``, ``__getstate__`` and ``__setstate__``
     as script code; a hook a factory put on a script's class (namedtuple's

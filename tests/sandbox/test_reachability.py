@@ -217,6 +217,15 @@ class Encoder(json.JSONEncoder):
     def default(self, o):
         return str(o)
 seeds += [Encoder(indent=1), Encoder, json.dumps({1}, cls=Encoder)]
+@functools.singledispatch
+def shown(x):
+    return 'x'
+shown.register(int, lambda x: 'int')
+shown.register(type, lambda x: 'type')
+@shown.register
+def _(x: list):
+    return 'list'
+seeds += [shown, shown.registry, shown.dispatch(int), shown.dispatch(bool), shown.register]
 pending_coroutine.close()
 left = agen()
 import sys, os, os.path, pathlib, gc

@@ -1,0 +1,131 @@
+"""``functools.singledispatch`` for scripts: a function chosen by its first argument's class.
+
+The real one keeps a cache keyed by weak references to every class it dispatched on
+(host classes included) and reads annotations through ``typing.get_type_hints``, which
+evaluates strings in the function's globals. This one keeps each registration as the
+script made it, finds the implementation along the argument's MRO (then among the
+abstract classes registered, as the real one does), and shows the script only the
+classes it registered: never the real type behind a builtin's stand-in.
+"""
+
+from __future__ import annotations
+
+import abc
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..sandbox._ownership import is_script_function, real_base
+
+
+class SingleDispatch:
+    """What ``@functools.singledispatch`` makes of the script's function."""
+
+    def __init__(self, default: Callable[..., Any]) -> None:
+        if not callable(default):
+            raise TypeError(f"{default!r} is not a callable object")
+        self._default = default
+        self._implementations: dict[type, Callable[..., Any]] = {object: default}
+        self._shown: dict[type, Any] = {object: object}  # real class -> as the script gave it
+
+    @property
+    def __name__(self) -> str:
+        name = getattr(self._default, "__name__", "singledispatch function")
+        return name if type(name) is str else "singledispatch function"
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        doc = getattr(self._default, "__doc__", None)
+        return doc if type(doc) is str else None
+
+    def __repr__(self) -> str:
+        return f"<function {self.__name__} at {id(self):#x}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not args:
+            raise TypeError(f"{self.__name__} requires at least 1 positional argument")
+        return self._find(type(args[0]))(*args, **kwargs)
+
+    def dispatch(self, cls: Any) -> Callable[..., Any]:
+        """The implementation for ``cls``."""
+        real = real_base(cls)
+        if not isinstance(real, type):
+            raise TypeError(f"dispatch() argument must be a class, not {type(cls).__name__}")
+        return self._find(real)
+
+    @property
+    def registry(self) -> Mapping[Any, Callable[..., Any]]:
+        """Each registered class, as the script gave it, and its implementation."""
+        return types.MappingProxyType(
+            {self._shown[cls]: function for cls, function in self._implementations.items()}
+        )
+
+    def register(self, cls: Any, function: Callable[..., Any] | None = None) -> Any:
+        """``@f.register(cls)``, ``f.register(cls, function)`` or ``@f.register`` on a
+        function whose first parameter is annotated with the class (or a union of them)."""
+        if function is None:
+            if isinstance(real_base(cls), type) or isinstance(cls, types.UnionType):
+                return lambda function: self.register(cls, function)
+            function, cls = cls, _first_annotation(cls)
+        for each in cls.__args__ if isinstance(cls, types.UnionType) else (cls,):
+            real = real_base(each)
+            if not isinstance(real, type):
+                raise TypeError(
+                    f"Invalid first argument to `register()`. {each!r} is not a class or "
+                    "union type."
+                )
+            self._implementations[real] = function
+            self._shown[real] = each
+        return function
+
+    def _find(self, cls: type) -> Callable[..., Any]:
+        for klass in cls.__mro__:
+            if klass in self._implementations:
+                found = self._implementations[klass]
+                break
+        else:
+            found = self._default
+        # an abstract class registered (Sequence, Mapping) counts where the MRO found only
+        # object: the first one the class is a subclass of, in registration order
+        if found is self._default:
+            for key, function in self._implementations.items():
+                if isinstance(key, abc.ABCMeta) and issubclass(cls, key):
+                    return function
+        return found
+
+
+def _first_annotation(function: Any) -> Any:
+    """The class the first parameter of the script's ``function`` is annotated with."""
+    if not is_script_function(function):
+        raise TypeError(
+            f"Invalid first argument to `register()`: {function!r}. Use either "
+            "`@register(some_class)` or plain `@register` on an annotated function."
+        )
+    annotations = dict(function.__annotations__)
+    annotations.pop("return", None)
+    if not annotations:
+        raise TypeError(
+            f"Invalid first argument to `register()`: {function!r}. Use either "
+            "`@register(some_class)` or plain `@register` on an annotated function."
+        )
+    annotation = next(iter(annotations.values()))
+    if type(annotation) is str:  # from __future__ import annotations: a name of the script's
+        scope = function.__globals__
+        builtins = scope.get("__builtins__")
+        found = None
+        if annotation.isidentifier():
+            found = scope.get(annotation)
+            if found is None and type(builtins) is dict:  # int, str: the script's builtins
+                found = builtins.get(annotation)
+        if found is None:
+            raise TypeError(f"cannot resolve the annotation {annotation!r} of {function!r}")
+        annotation = found
+    return annotation
+
+
+def singledispatch(function: Callable[..., Any]) -> SingleDispatch:
+    """``functools.singledispatch``."""
+    return SingleDispatch(function)
+
+
+__all__ = ["SingleDispatch", "singledispatch"]
