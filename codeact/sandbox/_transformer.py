@@ -214,7 +214,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
             return node
         if getattr(node, "codeact_internal", False):  # a guard name the transformer wrote
             return node
-        if getattr(node, "class_dunder", False):  # ``__hash__ = None`` in a class body
+        if getattr(node, "class_dunder", False):  # ``__hash__ = None``, ``__radd__ = __add__``
             return node
         if node.id == "super" and not getattr(node, "zero_argument_call", False):
             self.error(node, "super may only be called as super() in scripts.")
@@ -709,6 +709,27 @@ def _mark_class_dunders(node: ast.ClassDef) -> None:
         for target in targets:
             if isinstance(target, ast.Name) and target.id in CLASS_BODY_DUNDERS:
                 target.class_dunder = True  # type: ignore[attr-defined]
+        if isinstance(statement, ast.Assign | ast.AnnAssign):
+            # ``__radd__ = __add__``: a method the body bound above, read back
+            _mark_class_dunder_reads(statement.value)
+
+
+def _mark_class_dunder_reads(value: ast.expr | None) -> None:
+    """Mark the reads of script dunder names in a class-body value that the class scope
+    evaluates (not inside a lambda or comprehension, scopes of their own). Such a read
+    finds the class's own method; failing that, no global or builtin has such a name."""
+    pending: list[ast.AST] = [] if value is None else [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _OWN_SCOPES):
+            continue
+        read = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        if read and node.id in SCRIPT_DUNDERS:  # type: ignore[attr-defined]
+            node.class_dunder = True  # type: ignore[attr-defined]
+        pending.extend(ast.iter_child_nodes(node))
+
+
+_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _callee_name(func: ast.expr) -> str | None:

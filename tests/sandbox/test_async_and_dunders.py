@@ -93,6 +93,14 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("locals-through-host-frame", "next(iter(locals, None))", SEC),
     ("init-subclass-keyword", "class A:\n    pass\nclass B(A, metaclass=type):\n    pass", SEC),
+    # a class body reads back its own dunder methods only (``__radd__ = __add__``)
+    ("class-body-reads-builtins", "class A:\n    x = __builtins__", SEC),
+    ("class-body-reads-import", "class A:\n    x = __import__", SEC),
+    (
+        "class-body-reads-a-dunder-in-a-method",
+        "class A:\n    def f(self):\n        return __add__",
+        SEC,
+    ),
     # class keywords reach only a script's own __init_subclass__ (or object's TypeError)
     ("class-keyword-to-enum", "import enum\nclass E(enum.Flag, boundary=1):\n    A = 1", SEC),
     (
