@@ -236,7 +236,9 @@ class Guards:
             if name == "__dataclass_fields__" or type(value) in (tuple, list, str):
                 return value
         if name == "__members__" and own and isinstance(obj, type) and issubclass(obj, enum.Enum):
-            return obj.__members__  # a read-only view of the script's own members, by name
+            # the script's own members by name, as a dict of them (the real view is a
+            # mappingproxy, whose kind also wraps host classes' namespaces)
+            return dict(obj.__members__)
         if name in ("__cause__", "__context__", "__suppress_context__", "__notes__") and (
             isinstance(obj, BaseException)  # an error's chain is errors; its notes are strings
         ):
