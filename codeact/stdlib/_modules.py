@@ -85,6 +85,7 @@ from ._names import DEFAULT_MODULES
 from ._regex import re_members
 from ._shake import shake_128, shake_256
 from ._system import STATIC_SYSTEM_FACADES, session_system_facades
+from ._traceback import traceback_facade
 from ._typing import typing_members
 
 MAX_FACTORIAL = 20_000
@@ -651,7 +652,7 @@ _register_readable_types()
 
 # The facades built per session (random's state, the script's own print and loop).
 SESSION_MODULES = frozenset(
-    {"re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"}
+    {"re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os", "traceback"}
 )
 if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
     raise ImportError("_names.DEFAULT_MODULES and the facades disagree")
@@ -714,6 +715,7 @@ def session_facades(
     facades.update(session_everyday_facades(guards))
     facades["asyncio"] = asyncio_facade(guards)
     facades.update(session_system_facades(guards, environ or {}))
+    facades["traceback"] = traceback_facade(guards, facades["sys"].stderr)
     guards.shown[Facade] = guards.opaque_type(Facade, "module")  # names it, builds nothing
     return facades
 

@@ -56,6 +56,7 @@ DEFAULT_MODULES = frozenset(
         "textwrap",
         "time",
         "tomllib",
+        "traceback",
         "types",
         "typing",
         "unicodedata",

@@ -535,7 +535,8 @@ def test_an_agent_killed_at_random_points_resumes_with_one_result_per_call(
             os.kill(int(pid), signal.SIGKILL)
             while (line := zygote.stdout.readline().strip()) == "step":
                 pass  # steps printed before the kill landed
-            assert line == "ended"
+            # a step the kill cut short may leave its word without an end of line
+            assert line.replace("step", "") == "ended"
             session = Session.resume(JsonlStore(store_path))  # always loads
             interrupted_scripts += any(c.parent for c in session.open_calls(nested=True))
             registry = ToolRegistry()

@@ -290,6 +290,41 @@ def test_singledispatch_shows_the_classes_as_the_script_gave_them(run: Runner) -
     assert outcome.value == [True, True, "int", "type", "int"]
 
 
+def test_traceback_tells_text_of_the_scripts_frames_and_writes_through_the_guards(
+    run: Runner,
+) -> None:
+    """``traceback`` hands out text naming only the script's own frames (the guards' and
+    the host's modules' never appear), and writes to a ``file`` as the script would."""
+    outcome = run(
+        _script(
+            """
+            import traceback, json
+            class Sink:
+                def __init__(self):
+                    self.parts = []
+                def write(self, text):
+                    self.parts.append(text)
+            sink = Sink()
+            try:
+                json.loads('{bad')
+            except ValueError:
+                text = traceback.format_exc()
+                traceback.print_exc(file=sink)
+            [text.count('File '), 'codeact' in text, 'json' in text.splitlines()[1],
+             ''.join(sink.parts) == text]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [1, False, False, True]
+    refused = run(
+        "import traceback, sys\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
+        "    traceback.print_exc(file=sys)"
+    )
+    assert refused.error is not None
+    assert "write" in refused.error.message
+
+
 def test_copy_hooks_count_only_as_the_script_wrote_them(run: Runner) -> None:
     """``copy`` calls the script's ``__getnewargs__``, ``__getstate__`` and ``__setstate__``
     as script code; a hook a factory put on a script's class (namedtuple's

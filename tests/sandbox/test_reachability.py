@@ -226,6 +226,11 @@ shown.register(type, lambda x: 'type')
 def _(x: list):
     return 'list'
 seeds += [shown, shown.registry, shown.dispatch(int), shown.dispatch(bool), shown.register]
+import traceback
+try:
+    json.loads('{')
+except ValueError as failure:
+    seeds += [traceback, traceback.format_exc(), traceback.format_exception(failure)]
 pending_coroutine.close()
 left = agen()
 import sys, os, os.path, pathlib, gc
