@@ -40,6 +40,7 @@ from ._template import READY_TIMEOUT_SECONDS, WorkerTemplate
 from ._template import available as template_available
 from ._worker_folders import sweep_stale_folders
 from ._worker_process import (
+    ABORT_GRACE_SECONDS,
     INTERPRETERS,
     START_TIMEOUT_SECONDS,
     Worker,
@@ -242,6 +243,14 @@ class ProcessExecutor:
                     tape=tape,
                     alone=self._gates.alone,
                 )
+            except anyio.get_cancelled_exc_class():
+                if worker.dead and self._sessions.get(session) is worker:
+                    # nobody hears the cancelled run: the session's next run is told
+                    self._evicted[session] = (
+                        "its worker was killed: a cancelled run did not stop within "
+                        f"{ABORT_GRACE_SECONDS:g} s"
+                    )
+                raise
             finally:
                 if worker.dead and self._sessions.get(session) is worker:
                     self._sessions.pop(session, None)

@@ -60,7 +60,8 @@ from ._worker_messages import (
 )
 
 KILL_GRACE_SECONDS = 1.0
-ABORT_GRACE_SECONDS = 1.0
+# How long a cancelled run may take to stop: a worker beside busy cores needs seconds.
+ABORT_GRACE_SECONDS = 3.0
 ABORT_NUDGE_SECONDS = 0.05
 START_TIMEOUT_SECONDS = 30.0
 CHANNEL_SECONDS = 10.0  # the bound on a write or read outside a run (init, reset, exit)
