@@ -150,6 +150,21 @@ CANCELLED_SCRIPTS = (
 )
 
 
+def session_runner(executor: Executor) -> Callable[[str], Any]:
+    """Runs a script in the executor's session "s", its echo tool dispatched for real."""
+    tools = registry()
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+        return await tools.execute(ToolCall("t", name, arguments))
+
+    async def run(source: str) -> Any:
+        return await executor.run(
+            source, session="s", tools={"echo": ("text",)}, call_tool=call_tool
+        )
+
+    return run
+
+
 @pytest.mark.parametrize("kind", EXECUTORS)
 async def test_after_many_random_cancellations_every_next_run_gets_its_own_result(
     kind: str,
@@ -164,15 +179,7 @@ async def test_after_many_random_cancellations_every_next_run_gets_its_own_resul
         if kind == "inprocess"
         else ProcessExecutor(limits=limits, warm=0)
     )
-    tools = registry()
-
-    async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
-        return await tools.execute(ToolCall("t", name, arguments))
-
-    async def run(source: str) -> Any:
-        return await executor.run(
-            source, session="s", tools={"echo": ("text",)}, call_tool=call_tool
-        )
+    run = session_runner(executor)
 
     # A host's gc callbacks run in whatever thread collects, a script's too, and an abort
     # meant for the script can land in one (in-process, the executor for trusted code);
@@ -212,15 +219,7 @@ async def test_a_worker_killed_because_a_cancelled_run_would_not_stop_is_named_n
     import signal
 
     executor = ProcessExecutor(limits=Limits(wall_seconds=60, cpu_seconds=60), warm=0)
-    tools = registry()
-
-    async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
-        return await tools.execute(ToolCall("t", name, arguments))
-
-    async def run(source: str) -> Any:
-        return await executor.run(
-            source, session="s", tools={"echo": ("text",)}, call_tool=call_tool
-        )
+    run = session_runner(executor)
 
     try:
         assert (await run("kept = 1")).ok
