@@ -238,7 +238,10 @@ class Guards:
         if name == "__members__" and own and isinstance(obj, type) and issubclass(obj, enum.Enum):
             # the script's own members by name, as a dict of them (the real view is a
             # mappingproxy, whose kind also wraps host classes' namespaces)
-            return dict(obj.__members__)
+            # (read from the map EnumType made for this class: no host property runs)
+            members = vars(obj).get("_member_map_")
+            if type(members) is dict:
+                return dict(members)
         if name in ("__cause__", "__context__", "__suppress_context__", "__notes__") and (
             isinstance(obj, BaseException)  # an error's chain is errors; its notes are strings
         ):

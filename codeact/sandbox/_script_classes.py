@@ -273,7 +273,8 @@ def _protocol_metaclass(meta: type) -> type:
 
 def runtime_checkable(cls: Any) -> Any:
     """``typing.runtime_checkable``: the protocol's checks compare shapes from now on."""
-    if cls not in PROTOCOLS:
+    # a class first: a script object's own __hash__ and __eq__ never run in the weak set
+    if not isinstance(cls, type) or cls not in PROTOCOLS:
         raise TypeError(f"@runtime_checkable can be only applied to protocol classes, got {cls!r}")
     RUNTIME_PROTOCOLS.add(cls)
     return cls

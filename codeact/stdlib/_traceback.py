@@ -148,7 +148,7 @@ def _only(error: BaseException | None) -> list[str]:
         return ["NoneType: None\n"]
     kind = type(error)
     name = kind.__qualname__
-    module = kind.__module__
+    module = kind.__module__ if type(kind.__module__) is str else "builtins"
     if module.startswith(_OWN_PREFIX):
         name = kind.__name__
     elif module not in _BARE_MODULES:
