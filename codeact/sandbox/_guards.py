@@ -22,9 +22,11 @@ from ._errors import (
 )
 from ._limits import Limits
 from ._ownership import (
+    BASE_CLASSES,
     DUNDER_DATA,
     HOST_METHOD_NAMES,
     HOST_METHODS,
+    PLAIN_TYPES,
     RAW_TYPES,
     READABLE,
     SCRIPT_CLASSES,
@@ -45,6 +47,7 @@ from ._transformer import (
     CLASS_DATA_DUNDERS,
     COPY_HOOKS,
     DATA_DUNDERS,
+    ENUM_SUNDERS,
     FORBIDDEN_ATTRIBUTES,
     GUARDED_ATTRIBUTES,
     GUARDED_DUNDERS,
@@ -155,7 +158,11 @@ class Guards:
 
     def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
         if name in READABLE_DUNDERS:  # __name__, __qualname__, __doc__: plain strings only
-            value = getattr(obj, name, None)
+            value = getattr(obj, name, _MISSING)
+            if value is _MISSING:  # getattr('x', '__name__', 'x'): the default, as in CPython
+                if default is not _MISSING:
+                    return default
+                raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
             if name == "__module__" and type(value) is str and value.startswith(_OWN_MODULES):
                 return "builtins"  # the runtime's private modules are not the script's business
             if value is None or type(value) is str:
@@ -178,7 +185,11 @@ class Guards:
                 return self._dunder_found(obj, name, after, default)
         elif name in SCRIPT_DUNDERS:
             return self._dunder_method(obj, name, default)
-        elif is_private_name(name) and is_writable(obj) and type(obj) not in _PLAIN:
+        elif (
+            (is_private_name(name) or name in ENUM_SUNDERS)
+            and is_writable(obj)
+            and type(obj) not in _PLAIN
+        ):
             # _private names only on the script's own objects (a facade's are its internals)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         raise SecurityViolation(f"access to the private attribute {name!r} is not allowed")
@@ -205,11 +216,27 @@ class Guards:
                 return default
             raise AttributeError(f"{mro[0].__name__!r} object has no attribute {name!r}")
         value = getattr(obj, name)
-        if defining in SCRIPT_CLASSES and (
-            # a copy hook a factory put on the script's class (namedtuple's) is the host's
-            name not in COPY_HOOKS or is_script_function(vars(defining)[name])
-        ):
+        own = vars(defining)[name]
+        if isinstance(own, staticmethod | classmethod):  # __new__, __init_subclass__
+            own = own.__func__
+        if defining in SCRIPT_CLASSES:
+            if is_script_function(own) or type(own) is not FUNCTION_TYPE:
+                # the script's function, or what its class body bound (None, a class)
+                return value
+            # a method a factory wrote on the script's class (dataclass's __init__,
+            # namedtuple's __new__): host code, never on another receiver
+            if name in COPY_HOOKS:  # the copy facade's business, never the script's
+                what = mro[0].__name__
+                raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
+            if name == "__new__":
+                return Builtin(_constructing(value, defining), name)
+            if isinstance(obj, type):
+                return _on_own_instances(value, defining, name)
             return value
+        if name == "__new__":  # object.__new__(cls) in a script's __new__
+            if type(own) is FUNCTION_TYPE:  # a host's Python constructor: host code
+                raise SecurityViolation(f"{defining.__name__}.__new__ is not accessible")
+            return Builtin(_constructing(value, defining), name)
         bound = not isinstance(obj, type)
         if not bound and defining.__flags__ & _HEAP_TYPE:
             # Path's __init__ on the script's object: host code would read the object's
@@ -231,6 +258,18 @@ class Guards:
         own = is_script_class(obj if isinstance(obj, type) else type(obj))
         if name == "__dict__" and own and not isinstance(obj, type):
             return obj.__dict__  # the script's own object: its attributes are its own
+        if isinstance(obj, type) and obj in SCRIPT_CLASSES:  # a script's class statement's
+            if name == "__dict__":
+                return _class_namespace(obj)
+            if name == "__mro__":
+                return tuple(self.class_shown(k) for k in obj.__mro__ if not _made_here(k))
+            if name == "__bases__":
+                return tuple(self.class_shown(k) for k in _bases_shown(obj))
+            if name == "__base__":
+                base = obj.__base__
+                while base is not None and _made_here(base):
+                    base = base.__base__
+                return None if base is None else self.class_shown(base)
         if name in ("__dataclass_fields__", "__match_args__", "__slots__") and own:
             value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
             if name == "__dataclass_fields__" or type(value) in (tuple, list, str):
@@ -276,6 +315,10 @@ class Guards:
     def write(self, obj: Any) -> Any:
         """Let a script change its own objects and plain containers, nothing else."""
         if is_writable(obj):
+            return obj
+        if type(obj) in PLAIN_TYPES:
+            # (1).x = 2, t[0] = 1: exact builtins have no attribute or item a write could
+            # reach, so CPython's own AttributeError or TypeError says no
             return obj
         kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
         raise SecurityViolation(f"{kind} objects cannot be modified from scripts")
@@ -438,9 +481,10 @@ class Guards:
             return ticking(iter(source, *sentinel))
         return iter(source)
 
-    def new_class(self, name: Any, *rest: Any) -> type:
+    def new_class(self, name: Any, *rest: Any, **keywords: Any) -> type:
         """``type(name, bases, namespace)``: the class a class statement binding those names
-        would make, by the same factory (metaclass, bases and builders alike)."""
+        would make, by the same factory (metaclass, bases, builders and class keywords
+        alike)."""
         if len(rest) != 2:
             raise TypeError("type() takes 1 or 3 arguments")
         bases, namespace = rest
@@ -451,7 +495,7 @@ class Guards:
                     f"type.__new__() argument {position + 1} must be {kind.__name__}, not {got}"
                 )
         factory = ScriptClassFactory(self.raw)
-        body = factory.__prepare__(name, bases)
+        body = factory.__prepare__(name, bases, **keywords)
         body["__module__"] = "__main__"
         body["__qualname__"] = name
         for key, value in namespace.items():
@@ -467,17 +511,19 @@ class Guards:
             ):
                 raise SecurityViolation(f"a class made by type() may not bind {key!r}")
             body[key] = value
-        return factory(name, bases, body)
+        return factory(name, bases, body, **keywords)
 
-    def type_of(self, obj: Any, *rest: Any) -> Any:
+    def type_of(self, *args: Any, **keywords: Any) -> Any:
         """``type(obj)``: the script's own classes and builtins' classes, stand-ins otherwise.
 
         Never a metaclass, ``super`` or a host class: with those a script could build
         classes and proxies that read attributes behind the guards.
         """
-        if rest:
-            return self.new_class(obj, *rest)
-        kind = type(obj)
+        if len(args) != 1:
+            return self.new_class(*args, **keywords) if args else self.new_class(None)
+        if keywords:
+            raise TypeError("type() takes no keyword arguments")
+        kind = type(args[0])
         shown = self.shown.get(kind) or SHOWN.get(kind)
         if shown is not None:
             return shown
@@ -489,6 +535,18 @@ class Guards:
             if not issubclass(kind, type) and kind not in OPAQUE_CLASSES:
                 return kind
         elif issubclass(kind, BaseException):
+            return kind
+        return self.opaque_type(kind)
+
+    def class_shown(self, kind: type) -> Any:
+        """A class as the script sees it among a script class's bases: its own classes,
+        the builtins and reviewed bases it derives from, a stand-in for anything else."""
+        shown = self.shown.get(kind) or SHOWN.get(kind)  # Enum: the stand-in scripts hold
+        if shown is not None:
+            return shown
+        if kind in SCRIPT_CLASSES or kind in BASE_CLASSES or kind in PLAIN_TYPES:
+            return kind
+        if issubclass(kind, BaseException) and not kind.__flags__ & _HEAP_TYPE:
             return kind
         return self.opaque_type(kind)
 
@@ -901,7 +959,7 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
 
 def check_settable(name: Any) -> None:
     """Names a script may set: public ones and its own private ones, never a dunder."""
-    private = type(name) is str and is_private_name(name)
+    private = type(name) is str and (is_private_name(name) or name in ENUM_SUNDERS)
     if type(name) is not str or (name[:1] == "_" and not private) or name in FORBIDDEN_ATTRIBUTES:
         raise SecurityViolation(f"setting the attribute {name!r} is not allowed")
 
@@ -970,6 +1028,81 @@ def _on_own_instances(method: Any, owner: type, name: str) -> Callable[..., Any]
         return method(*args, **kwargs)
 
     return Builtin(call, name)
+
+
+def _constructing(new: Any, owner: type) -> Callable[..., Any]:
+    """``owner.__new__`` as a script may call it: it makes the script's own objects only
+    (never an uninitialised host object), built on bases that keep no state of their own
+    past ``__new__`` (builtins, enums): a reviewed Python base's ``__init__`` is not
+    skipped."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        kind = args[0] if args else None
+        if not (
+            isinstance(kind, type)
+            and is_script_class(kind)
+            and issubclass(kind, owner)
+            and all(
+                k in SCRIPT_CLASSES or not k.__flags__ & _HEAP_TYPE or issubclass(k, enum.Enum)
+                for k in kind.__mro__
+            )
+        ):
+            what = getattr(kind, "__name__", type(kind).__name__)
+            raise SecurityViolation(
+                f"{owner.__name__}.__new__ makes the script's own {owner.__name__} "
+                f"classes' objects, not {what}'s"
+            )
+        return new(*args, **kwargs)
+
+    return call
+
+
+def _made_here(cls: type) -> bool:
+    """A class the runtime made between a script's class and its base (NamedTuple's
+    namedtuple): CPython's class has no such step, so its hierarchy never shows it."""
+    module = vars(cls).get("__module__")
+    return type(module) is str and module.startswith(_OWN_MODULES)
+
+
+def _bases_shown(cls: type) -> list[type]:
+    bases: list[type] = []
+    for base in cls.__bases__:
+        bases.extend(_bases_shown(base) if _made_here(base) else [base])
+    return bases
+
+
+# What a script class's namespace holds that is the machinery's, not the script's: the
+# instances' attribute slots (host descriptors) and what a factory or metaclass keeps.
+_NAMESPACE_KEPT_DUNDERS = frozenset(
+    {"__module__", "__doc__", "__annotations__", "__slots__", "__match_args__"}
+)
+
+
+def _class_namespace(cls: type) -> dict[str, Any]:
+    """``Cls.__dict__`` of a script's class: a copy of what its body bound (CPython's is a
+    read-only view); the names and values the machinery keeps there are left out."""
+    namespace: dict[str, Any] = {}
+    for key, value in vars(cls).items():
+        if type(key) is not str:
+            continue
+        if key[:1] == "_" and not (
+            is_private_name(key)
+            or key in CLASS_BODY_DUNDERS
+            or key in ENUM_SUNDERS
+            or key in _NAMESPACE_KEPT_DUNDERS
+        ):
+            continue
+        inner = value
+        if isinstance(value, staticmethod | classmethod):
+            inner = value.__func__
+        elif isinstance(value, property):
+            inner = value.fget
+        if type(inner) is FUNCTION_TYPE and not is_script_function(inner):
+            continue  # a factory's method (dataclass's __init__): host code
+        if readable_names(value) is False and inner is value and type(value) is not FUNCTION_TYPE:
+            continue  # a slot's or namedtuple field's descriptor: a host object
+        namespace[key] = value
+    return namespace
 
 
 def reraise_limits() -> None:

@@ -38,9 +38,10 @@ RESULT_NAME = "_codeact_result_"
 READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
 
 # Dunder attributes the guard answers with what the object model permits: the
-# script's own class (``type(x)``'s answer), its own objects' ``__dict__``, a dataclass's
-# fields, an enum's members, an exception's chain and notes. Never frames, code, globals
-# or the hierarchy.
+# script's own class (``type(x)``'s answer), its own objects' and classes' ``__dict__``, a
+# dataclass's fields, an enum's members, an exception's chain and notes, a script class's
+# bases as ``type()`` shows classes. Never frames, code, globals or a host class's
+# hierarchy (``__subclasses__`` stays unreachable).
 GUARDED_DUNDERS = frozenset(
     {
         "__class__",
@@ -53,6 +54,9 @@ GUARDED_DUNDERS = frozenset(
         "__match_args__",
         "__slots__",
         "__members__",
+        "__bases__",
+        "__base__",
+        "__mro__",
     }
 )
 
@@ -64,6 +68,13 @@ DATA_DUNDERS = frozenset(
 
 # Dunder names a class body may assign: data the interpreter reads, never code.
 CLASS_DATA_DUNDERS = frozenset({"__slots__", "__match_args__"})
+
+# The enum machinery's own names (``obj._value_ = num`` in an enum's ``__new__``, a
+# ``_missing_`` hook): no guard is named so, and they are read and set only on the
+# script's own objects.
+ENUM_SUNDERS = frozenset(
+    {"_value_", "_name_", "_missing_", "_generate_next_value_", "_ignore_", "_order_"}
+)
 
 # Dunder variables a script may bind: a module's metadata, plain data no machinery reads
 # (never ``__builtins__``, ``__metaclass__`` or a name the import system consults).
@@ -98,9 +109,11 @@ _OPERATORS = [
 # Dunder methods a script class may define: each is called only by script code or
 # inside the sandbox (results are converted to plain data before leaving it). Absent
 # on purpose: ``__del__`` (it runs wherever the collector runs, unwatched),
-# ``__getattribute__``, ``__new__`` (it would build uninitialised host objects),
-# ``__await__``, ``__class_getitem__``, and the descriptor protocol (``__get__``,
-# ``__set_name__``: code run wherever an attribute is read, the host's reads included).
+# ``__getattribute__`` (every read of the object, the guards' own included) and
+# ``__await__`` (the event loop would drive it). The descriptor protocol runs where
+# an attribute of the script's own classes is read or set, as a ``property`` does; a
+# script's ``__new__`` builds through the guard's ``__new__`` of its base, which makes
+# only the script's own objects.
 SCRIPT_DUNDERS = frozenset(
     ALLOWED_FUNC_NAMES
     | {f"__{op}__" for op in _OPERATORS}
@@ -146,6 +159,13 @@ SCRIPT_DUNDERS = frozenset(
         "__ceil__",
         "__post_init__",
         "__init_subclass__",
+        "__class_getitem__",  # Box[int] on the script's own class, called by no host code
+        "__new__",
+        # descriptors, on the script's classes only (a host class is never written)
+        "__get__",
+        "__set__",
+        "__delete__",
+        "__set_name__",
         # copies (the copy facade calls the script's own: COPY_HOOKS), paths, bytes
         *COPY_HOOKS,
         "__fspath__",
@@ -244,6 +264,8 @@ class CodeActPolicy(RestrictingNodeTransformer):
             return
         if name in CLASS_DATA_DUNDERS and self._class_names and node.col_offset != 0:
             return
+        if name in ENUM_SUNDERS and self._class_names and node.col_offset != 0:
+            return
         if name is not None and (is_private_name(name) or name in SCRIPT_DUNDER_NAMES):
             return
         if name == "__debug__":  # compiled as the constant True; binding it is a SyntaxError
@@ -276,7 +298,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
             or node.attr in SCRIPT_DUNDERS  # x.__eq__, Base.__init__: the guard decides
             or node.attr in DATA_DUNDERS
         ) and isinstance(node.ctx, ast.Load)
-        if is_private_name(node.attr) or readable_dunder:
+        if is_private_name(node.attr) or node.attr in ENUM_SUNDERS or readable_dunder:
             # A script's own _private attributes, and __name__-like strings: the guard
             # decides at run time (private names only on the script's own objects).
             node = self.node_contents_visit(node)
@@ -924,6 +946,7 @@ __all__ = [
     "CALLBACK_METHODS",
     "COPY_HOOKS",
     "DATA_DUNDERS",
+    "ENUM_SUNDERS",
     "FORBIDDEN_ATTRIBUTES",
     "GUARDED_ATTRIBUTES",
     "GUARDED_DUNDERS",

@@ -46,6 +46,7 @@ from ..sandbox._errors import LimitExceeded, SecurityViolation
 from ..sandbox._guards import OPAQUE_CLASSES, Guards, OpaqueType, ScriptFormatter
 from ..sandbox._ownership import (
     SCRIPT_CLASSES,
+    SHOWN,
     exact_arguments,
     is_script_function,
     register_base,
@@ -155,7 +156,9 @@ def _enum_base(base: type) -> type:
             )
         return base(*args)
 
-    return seal(guarded_type(base, construct))
+    stand_in = seal(guarded_type(base, construct))
+    SHOWN[base] = stand_in  # what a script class's __bases__ and __mro__ show for it
+    return stand_in
 
 
 def _on_script_classes(decorate: Callable[..., Any], name: str = "") -> Callable[..., Any]:

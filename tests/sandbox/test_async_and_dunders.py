@@ -64,7 +64,13 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("class-dunder-base", "(1).__class__.__base__", SEC),
     ("class-dunder-mro", "getattr(''.__class__, '__mro__')", SEC),
     ("dict-of-host-object", "import collections\ncollections.Counter().__dict__", SEC),
-    ("dict-of-script-class", "class A:\n    pass\nA.__dict__", SEC),
+    # a script class's namespace is what its body bound: no host descriptor in it
+    ("dict-of-script-class", "class A:\n    pass\nA.__dict__['__dict__']", RUN),
+    (
+        "dict-of-a-dataclass",
+        "import dataclasses\n@dataclasses.dataclass\nclass A:\n    x: int\nvars(A)['__init__']",
+        RUN,
+    ),
     ("dict-of-function", "def f():\n    pass\nf.__dict__", SEC),
     ("vars-of-facade", "import json\nvars(json)", RUN),
     ("match-args-of-host", "import datetime\ndatetime.date.__match_args__", SEC),
@@ -82,9 +88,40 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("getattribute", "class P:\n    def __getattribute__(self, n):\n        return n", SEC),
     ("del-finaliser", "class P:\n    def __del__(self):\n        pass", SEC),
-    ("new-host-object", "class P:\n    def __new__(cls):\n        return cls", SEC),
+    # __new__ builds the script's own objects, never an uninitialised host one
+    (
+        "new-host-object",
+        "class P:\n    def __new__(cls):\n        return object.__new__(dict)\nP()",
+        SEC,
+    ),
+    ("new-facade-object", "import json\nobject.__new__(json.JSONEncoder)", SEC),
+    (
+        "new-skips-a-reviewed-init",
+        "import json\nclass E(json.JSONEncoder):\n    pass\nobject.__new__(E)",
+        SEC,
+    ),
+    ("new-of-a-builtin-on-a-builtin", "int.__new__(bool, 1)", SEC),
+    (
+        "new-via-super-on-a-host-class",
+        "class P:\n    def __new__(cls):\n        return super().__new__(cls)\nP.__new__(dict)",
+        RUN,  # CPython's super() refuses the foreign class before the guard is asked
+    ),
+    (
+        "new-host-python-constructor",
+        "import fractions\nclass F(fractions.Fraction):\n    pass\nfractions.Fraction.__new__(F, 1)",
+        SEC,
+    ),
+    (
+        "new-of-a-factory-on-a-foreign-class",
+        "import typing\nclass P(typing.NamedTuple):\n    a: int\nP.__new__(tuple, 1)",
+        SEC,
+    ),
+    (
+        "factory-init-on-a-foreign-receiver",
+        "import dataclasses, io\n@dataclasses.dataclass\nclass D:\n    x: int\nD.__init__(io.StringIO(), 5)",
+        SEC,
+    ),
     ("await-dunder", "class P:\n    def __await__(self):\n        yield", SEC),
-    ("class-getitem", "class P:\n    def __class_getitem__(cls, k):\n        pass", SEC),
     ("module-dunder-write", "class P:\n    __module__ = 'os'", SEC),
     (
         "globals-hides-guards",
@@ -164,7 +201,7 @@ ATTACKS: list[tuple[str, str, str]] = [
         RUN,
     ),
     ("class-body-hash-on-a-str", "class S(str):\n    __hash__ = None\nS('a')", SEC),
-    ("class-body-other-dunder", "class A:\n    __class_getitem__ = print\nA[1]", SEC),
+    ("class-body-other-dunder", "class A:\n    __getattribute__ = print\nA()", SEC),
     ("method-local-dunder", "class A:\n    def f(self):\n        __repr__ = 1\nA", SEC),
     # a class's dunders are bound where it is made, never assigned later (its factory's
     # rules: __exit__ wrapped so it cannot swallow a limit, no __hash__ on a str subclass)
@@ -180,7 +217,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     # type() with three arguments binds only what a class statement may
     ("type-binds-getattribute", "type('X', (), {'__getattribute__': lambda s, n: 1})()", SEC),
     ("type-binds-del", "type('X', (), {'__del__': print})()", SEC),
-    ("type-binds-class-getitem", "type('X', (), {'__class_getitem__': print})[1]", SEC),
+    ("type-binds-await", "type('X', (), {'__await__': print})", SEC),
     ("type-binds-dict", "type('X', (), {'__dict__': {}})", SEC),
     ("type-binds-a-guard-name", "type('X', (), {'_getattr_': 1})", SEC),
     ("type-makes-a-metaclass", "type('M', (type,), {})", SEC),

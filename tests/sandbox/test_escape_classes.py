@@ -57,7 +57,7 @@ ESCAPES = {
     # the class type() builds binds only what a class statement may
     "type-of-type-builds-a-class": "T = type(type(1))\nT('X', (), {'__getattribute__': len})",
     "type-of-super": "class A:\n    def f(self):\n        return type(super())\nA().f()(int, 1)",
-    "metaclass-of-an-enum": "import enum\nclass C(enum.Enum):\n    A = 1\ntype(C)('D', (), {'__new__': len})",
+    "metaclass-of-an-enum": "import enum\nclass C(enum.Enum):\n    A = 1\ntype(C)('D', (), {'__del__': len})",
     "subclass-of-the-formatter": "import string\nclass F(string.Formatter):\n    pass\nF().get_field('0.__class__', [1], {})",
     "subclass-of-a-typing-abc": "import typing\nclass M(typing.Mapping):\n    pass",
     "subclass-of-a-host-metaclass-product": "import collections\nclass X(type(collections.ChainMap)):\n    pass",

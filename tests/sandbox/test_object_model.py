@@ -121,7 +121,7 @@ SCRIPTS = {
     "a pattern to a builtin's guard object": GUARD_OBJECT,
     "a pattern to __reduce_ex__": REDUCE_EX,
     "a pattern to a stand-in's real type": STAND_IN_INSIDES,
-    "the metaclass of a builtin stand-in": "type(range)('X', (), {'__init_subclass__': 1, '__new__': len})",
+    "the metaclass of a builtin stand-in": "type(range)('X', (), {'__init_subclass__': 1, '__del__': len})",
     "the metaclass of a script ABC": (
         "import abc\nclass A(abc.ABC):\n    pass\ntype(A)('S', (str,), {'__hash__': len})"
     ),

@@ -106,6 +106,12 @@ PROBED_DUNDERS = (
     "__getnewargs__",
     "__getstate__",
     "__setstate__",
+    "__new__",
+    "__get__",
+    "__set__",
+    "__delete__",
+    "__set_name__",
+    "__class_getitem__",
 )
 # Private names of the runtime's own stand-ins and wrappers, tried on everything.
 PROBED_PRIVATE = ("_real", "_construct", "_members", "_guards", "_cls", "_bound", "_call", "_span")
@@ -116,6 +122,8 @@ ALLOWED_DUNDERS = frozenset(
     {"__init__", "__class__", "__dict__", "__dataclass_fields__", "__context__", "__cause__"}
     | {"__members__"}  # a script enum's own members, by name
     | {"__args__", "__origin__", "__parameters__", "__metadata__"}  # typing forms' parts
+    | {"__bases__", "__base__", "__mro__"}  # a script class's bases, as type() shows them
+    | {"__new__"}  # the script's own, or a builtin's that makes only the script's objects
     | INERT_DUNDERS
     | CHANGING_DUNDERS
 )
@@ -123,6 +131,7 @@ ALLOWED_DUNDERS = frozenset(
 SCRIPT_ONLY_DUNDERS = frozenset(
     {"__mul__", "__pow__", "__mod__", "__format__", "__getattr__", "__call__"}
     | {"__copy__", "__deepcopy__", "__getnewargs__", "__getstate__", "__setstate__"}
+    | {"__get__", "__set__", "__delete__", "__set_name__", "__class_getitem__"}
 )
 NOT_VALUES = frozenset({"super", "__build_class__", "__import__"})
 
@@ -246,6 +255,45 @@ seeds += [
     typing.Optional[typing.List[int]], typing.Callable[[int], str], typing.Annotated[int, 'm'],
     typing.Type[int], typing.get_origin, typing.get_args, functools.wraps(len)(lambda: 1),
     type('Made', (Box,), {'size': 1, '__repr__': lambda self: 'made'}),
+]
+class Field:
+    def __set_name__(self, owner, name):
+        self.name = '_' + name
+    def __get__(self, obj, kind=None):
+        return self if obj is None else getattr(obj, self.name, None)
+    def __set__(self, obj, value):
+        setattr(obj, self.name, value)
+    def __delete__(self, obj):
+        delattr(obj, self.name)
+class Model(Box):
+    __slots__ = ('slot',)
+    field = Field()
+    @staticmethod
+    def make():
+        return 1
+    def __class_getitem__(cls, item):
+        return cls
+class Single:
+    def __new__(cls, *args):
+        return super().__new__(cls)
+class Celsius(float):
+    def __new__(cls, value):
+        return super().__new__(cls, value)
+class Planet(enum.Enum):
+    EARTH = (1, 'blue')
+    def __new__(cls, number, color):
+        member = object.__new__(cls)
+        member._value_ = number
+        return member
+class Later(Pair):
+    def __new__(cls, a):
+        return super().__new__(cls, a, a)
+model = Model()
+model.field = 1
+seeds += [
+    Field, Model, model, Model[int], vars(Model), Model.__mro__, Single(), Single,
+    Celsius(1.5), Celsius, Planet.EARTH, Planet, Later(1), Later, vars(Point), vars(Pair),
+    Color.__mro__, Pair.__mro__, Shape.__bases__, Encoder.__mro__,
 ]
 """
 

@@ -37,7 +37,8 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("type-subclasses-call", "type.__subclasses__(object)", SEC),
     ("int-base", "int.__base__", SEC),
     ("hasattr-dunder", "hasattr(1, '__subclasshook__')", SEC),
-    ("type-three-args-new", "type('X', (), {'__new__': lambda cls: 1})()", SEC),
+    # a class's __new__ builds the script's own objects only
+    ("type-three-args-new", "type('X', (), {'__new__': lambda cls: object.__new__(dict)})()", SEC),
     ("metaclass-subclass-type", "class M(type):\n    pass", SEC),
     ("metaclass-keyword", "class X(metaclass=type):\n    pass", SEC),
     # Format strings
@@ -152,10 +153,21 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("keyboard-interrupt", "raise KeyboardInterrupt", RUN),
     ("exit", "exit()", RUN),
     # Descriptors, metaclasses and dunders that run later in the host
-    ("descriptor-get", "class D:\n    def __get__(self, obj, kind):\n        return 1", SEC),
+    # a descriptor acts where the script's own classes hold it, never on a host class
+    (
+        "descriptor-on-a-host-class",
+        "class D:\n    def __get__(self, obj, kind):\n        return kind\n"
+        "import json\njson.JSONEncoder.x = D()",
+        SEC,
+    ),
     ("del-method", "class D:\n    def __del__(self):\n        pass", SEC),
     ("getattribute", "class D:\n    def __getattribute__(self, name):\n        return 1", SEC),
-    ("set-name", "class D:\n    def __set_name__(self, owner, name):\n        pass", SEC),
+    (
+        "set-name-in-a-host-made-class",
+        "class D:\n    def __set_name__(self, owner, name):\n        self.owner = owner\n"
+        "import enum\nenum.Enum('E', {'a': D()})",
+        SEC,
+    ),
     ("reduce", "class D:\n    def __reduce__(self):\n        return (print, ('x',))", SEC),
     ("class-dunder-attribute", "class D:\n    __module__ = 'os'", SEC),
     ("super-with-args-dunder", "super(int, 1).__init__()", SEC),
