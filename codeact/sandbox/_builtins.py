@@ -112,9 +112,14 @@ def guarded_type(real: type, construct: Callable[..., Any]) -> type:
 def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Callable[..., Any]:
     """A guard under a builtin's name, refusing wrong argument counts as the builtin does."""
 
-    def builtin(*args: Any) -> Any:
+    def builtin(*args: Any, **keywords: Any) -> Any:
+        if keywords:
+            raise TypeError(f"{name}() takes no keyword arguments")
         if not least <= len(args) <= most:
-            expected = f"at least {least}" if least != most else str(least)
+            if least == most:
+                expected = str(least)
+            else:
+                expected = f"at least {least}" if len(args) < least else f"at most {most}"
             raise TypeError(f"{name} expected {expected} arguments, got {len(args)}")
         return guard(*args)
 

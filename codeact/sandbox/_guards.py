@@ -39,7 +39,7 @@ from ._ownership import (
     readable_names,
 )
 from ._pending import Pending
-from ._script_classes import ScriptClassFactory
+from ._script_classes import ScriptClassFactory, delete_dunder_later, set_dunder_later
 from ._sealed import seal
 from ._transformer import (
     CALLBACK_METHODS,
@@ -114,10 +114,15 @@ class Guards:
 
     def _read(self, obj: Any, name: str, default: Any) -> Any:
         if type(name) is not str:
-            raise TypeError("attribute name must be a string")
+            if not isinstance(name, str):
+                raise TypeError(f"attribute name must be string, not {type(name).__name__!r}")
+            raise TypeError("attribute name must be a plain string in scripts")
         if name[:1] == "_":
             return self._private_getattr(obj, name, default)
         if name in FORBIDDEN_ATTRIBUTES:  # frames, code, tracebacks, mro: never by any path
+            if name == "mro" and isinstance(obj, type) and obj in SCRIPT_CLASSES:
+                # the script's own class: its __mro__ as a list, classes as type() shows
+                return Builtin(lambda: list(self._dunder(obj, "__mro__", _MISSING)), name)
             raise SecurityViolation(f"access to the attribute {name!r} is not allowed")
         if type(obj) is Pending:  # a planned write's result has no content to read yet
             obj.needed(f"reads .{name} of")
@@ -265,6 +270,13 @@ class Guards:
                 return tuple(self.class_shown(k) for k in obj.__mro__ if not _made_here(k))
             if name == "__bases__":
                 return tuple(self.class_shown(k) for k in _bases_shown(obj))
+            if name == "__abstractmethods__":  # the names an ABC still lacks: strings
+                found = vars(obj).get("__abstractmethods__")
+                if type(found) is frozenset and all(type(n) is str for n in found):
+                    return found
+                if default is not _MISSING:
+                    return default
+                raise AttributeError("__abstractmethods__")
             if name == "__base__":
                 base = obj.__base__
                 while base is not None and _made_here(base):
@@ -325,15 +337,14 @@ class Guards:
 
     def write_instance(self, obj: Any) -> Any:
         """``obj.__repr__ = f``: on the script's own instances, where a dunder is plain data
-        (operators read the class's). A class's are bound where it is made: assigned later,
-        they would skip its factory (``__exit__``'s wrapper, ``__hash__`` on a str)."""
+        (operators read the class's); on the script's own classes (a class decorator's
+        way), through the rules its class statement applies (``__exit__``'s wrapper, no
+        ``__hash__`` on a str)."""
         if isinstance(obj, type):
-            raise SecurityViolation(
-                "a class's dunder methods are bound in its class body, not assigned later"
-            )
+            return _LaterDunders(obj)
         return self.write(obj)
 
-    def setattr(self, obj: Any, name: str, value: Any) -> None:
+    def setattr(self, obj: Any, name: str, value: Any, /) -> None:
         if type(name) is str and name in CLASS_BODY_DUNDERS:
             setattr(self.write_instance(obj), name, value)
             return
@@ -344,8 +355,7 @@ class Guards:
         if type(name) is str and name in CLASS_BODY_DUNDERS:
             delattr(self.write_instance(obj), name)
             return
-        if type(name) is not str or name[:1] == "_":
-            raise SecurityViolation(f"deleting the attribute {name!r} is not allowed")
+        check_settable(name)  # what may be set may be deleted: public and private names
         delattr(self.write(obj), name)
 
     # Size-guarded operators -----------------------------------------------------------
@@ -481,7 +491,7 @@ class Guards:
             return ticking(iter(source, *sentinel))
         return iter(source)
 
-    def new_class(self, name: Any, *rest: Any, **keywords: Any) -> type:
+    def new_class(self, name: Any, /, *rest: Any, **keywords: Any) -> type:
         """``type(name, bases, namespace)``: the class a class statement binding those names
         would make, by the same factory (metaclass, bases, builders and class keywords
         alike)."""
@@ -959,6 +969,8 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
 
 def check_settable(name: Any) -> None:
     """Names a script may set: public ones and its own private ones, never a dunder."""
+    if not isinstance(name, str):  # as CPython says it, before any rule of the sandbox
+        raise TypeError(f"attribute name must be string, not {type(name).__name__!r}")
     private = type(name) is str and (is_private_name(name) or name in ENUM_SUNDERS)
     if type(name) is not str or (name[:1] == "_" and not private) or name in FORBIDDEN_ATTRIBUTES:
         raise SecurityViolation(f"setting the attribute {name!r} is not allowed")
@@ -1028,6 +1040,23 @@ def _on_own_instances(method: Any, owner: type, name: str) -> Callable[..., Any]
         return method(*args, **kwargs)
 
     return Builtin(call, name)
+
+
+class _LaterDunders:
+    """The target of ``Cls.__dunder__ = value`` on a class: the write goes through the
+    class statement's rules. Transformed code assigns to it and drops it; no script
+    holds one."""
+
+    __slots__ = ("_cls",)
+
+    def __init__(self, cls: type) -> None:
+        object.__setattr__(self, "_cls", cls)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        set_dunder_later(object.__getattribute__(self, "_cls"), name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delete_dunder_later(object.__getattribute__(self, "_cls"), name)
 
 
 def _constructing(new: Any, owner: type) -> Callable[..., Any]:

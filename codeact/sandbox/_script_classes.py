@@ -31,7 +31,7 @@ class ScriptClassFactory:
     def __init__(self, raw: set[type]) -> None:
         self._raw = raw
 
-    def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: Any) -> Any:
+    def __prepare__(self, name: str, bases: tuple[type, ...], /, **kwargs: Any) -> Any:
         bases = tuple(map(real_base, bases))
         meta = _metaclass_for(bases)
         if kwargs:
@@ -43,7 +43,9 @@ class ScriptClassFactory:
         namespace[_REGISTRAR] = _Registrar(self._raw)
         return namespace
 
-    def __call__(self, name: str, bases: tuple[type, ...], namespace: Any, **kwargs: Any) -> type:
+    def __call__(
+        self, name: str, bases: tuple[type, ...], namespace: Any, /, **kwargs: Any
+    ) -> type:
         bases = tuple(map(real_base, bases))
         protocol = any(base in PROTOCOL_MARKERS for base in bases)
         for base in bases:
@@ -58,14 +60,11 @@ class ScriptClassFactory:
             meta = _protocol_metaclass(meta)
         if kwargs:
             _check_class_keywords(bases, meta)
-        if "__hash__" in namespace and any(issubclass(b, _HASHED_BUILTINS) for b in bases):
-            # such a key looks like a host string or number to host caches (strptime's),
-            # which would then run the script's __hash__ and __eq__ in other sessions
-            raise SecurityViolation("a subclass of a builtin value type may not define __hash__")
-        if "__exit__" in namespace:
-            namespace["__exit__"] = _unswallowing_exit(namespace["__exit__"])
-        if "__aexit__" in namespace:
-            namespace["__aexit__"] = _unswallowing_aexit(namespace["__aexit__"])
+        if "__hash__" in namespace:
+            _check_hash(bases)
+        for dunder, checked in _CHECKED_DUNDERS.items():
+            if dunder in namespace:
+                namespace[dunder] = checked(namespace[dunder])
         cls: type = meta(name, bases, namespace, **kwargs)
         with contextlib.suppress(AttributeError, TypeError):
             type.__delattr__(cls, _REGISTRAR)
@@ -77,6 +76,35 @@ class ScriptClassFactory:
 
 
 _REGISTRAR = "__codeact_register__"
+
+
+def set_dunder_later(cls: type, name: str, value: Any) -> None:
+    """``Cls.__repr__ = f`` after the class statement (a class decorator's way): under the
+    rules its class statement would have applied, on the script's own classes only."""
+    if cls not in SCRIPT_CLASSES:
+        raise SecurityViolation(f"{cls.__name__} objects cannot be modified from scripts")
+    if name == "__hash__":
+        _check_hash(cls.__bases__)
+    if name in _CHECKED_DUNDERS:
+        value = _CHECKED_DUNDERS[name](value)
+    setattr(cls, name, value)
+
+
+def delete_dunder_later(cls: type, name: str) -> None:
+    """``del Cls.__repr__``: the base's comes back, as in CPython; never a hash the class
+    statement kept from a builtin value type's subclass."""
+    if cls not in SCRIPT_CLASSES:
+        raise SecurityViolation(f"{cls.__name__} objects cannot be modified from scripts")
+    if name == "__hash__":
+        _check_hash(cls.__bases__)
+    delattr(cls, name)
+
+
+def _check_hash(bases: tuple[type, ...]) -> None:
+    if any(issubclass(b, _HASHED_BUILTINS) for b in bases):
+        # such a key looks like a host string or number to host caches (strptime's),
+        # which would then run the script's __hash__ and __eq__ in other sessions
+        raise SecurityViolation("a subclass of a builtin value type may not define __hash__")
 
 
 def _check_class_keywords(bases: tuple[type, ...], meta: type) -> None:
@@ -133,6 +161,13 @@ def _unswallowing_exit(exit_method: Callable[..., Any]) -> Callable[..., Any]:
         return suppress and may_suppress(error)
 
     return __exit__
+
+
+# Dunders a class gets wrapped, whenever it gets them: a limit or a stop is never swallowed.
+_CHECKED_DUNDERS: dict[str, Callable[[Any], Any]] = {
+    "__exit__": _unswallowing_exit,
+    "__aexit__": _unswallowing_aexit,
+}
 
 
 class ScriptABCMeta(abc.ABCMeta):

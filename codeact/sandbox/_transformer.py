@@ -57,6 +57,7 @@ GUARDED_DUNDERS = frozenset(
         "__bases__",
         "__base__",
         "__mro__",
+        "__abstractmethods__",
     }
 )
 
@@ -236,6 +237,10 @@ class CodeActPolicy(RestrictingNodeTransformer):
             return node
         if getattr(node, "class_dunder", False):  # ``__hash__ = None``, ``__radd__ = __add__``
             return node
+        if node.id in SCRIPT_DUNDERS and node.col_offset != 0:
+            # a method defined in a function, bound to the name a class decorator reads
+            # (``cls.__repr__ = __repr__``): an ordinary local, read by nothing else
+            return node
         if node.id == "super" and not getattr(node, "zero_argument_call", False):
             self.error(node, "super may only be called as super() in scripts.")
         return super().visit_Name(node)
@@ -290,7 +295,9 @@ class CodeActPolicy(RestrictingNodeTransformer):
     # Attributes ---------------------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
-        if node.attr in FORBIDDEN_ATTRIBUTES:
+        # Cls.mro(): the guard answers it for the script's own classes, as __mro__
+        read_mro = node.attr == "mro" and isinstance(node.ctx, ast.Load)
+        if node.attr in FORBIDDEN_ATTRIBUTES and not read_mro:
             self.error(node, f'"{node.attr}" is a restricted attribute.')
         readable_dunder = (
             node.attr in READABLE_DUNDERS

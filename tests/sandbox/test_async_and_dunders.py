@@ -135,8 +135,9 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("class-body-reads-import", "class A:\n    x = __import__", SEC),
     (
         "class-body-reads-a-dunder-in-a-method",
-        "class A:\n    def f(self):\n        return __add__",
-        SEC,
+        "class A:\n    def __add__(self, o):\n        return 1\n    def f(self):\n"
+        "        return __add__\nA().f()",
+        RUN,  # a method does not see its class's names: NameError, as in CPython
     ),
     # class keywords reach only a script's own __init_subclass__ (or object's TypeError)
     ("class-keyword-to-enum", "import enum\nclass E(enum.Flag, boundary=1):\n    A = 1", SEC),
@@ -202,16 +203,25 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("class-body-hash-on-a-str", "class S(str):\n    __hash__ = None\nS('a')", SEC),
     ("class-body-other-dunder", "class A:\n    __getattribute__ = print\nA()", SEC),
-    ("method-local-dunder", "class A:\n    def f(self):\n        __repr__ = 1\nA", SEC),
-    # a class's dunders are bound where it is made, never assigned later (its factory's
-    # rules: __exit__ wrapped so it cannot swallow a limit, no __hash__ on a str subclass)
-    ("class-dunder-assigned-later", "class A:\n    pass\nA.__repr__ = lambda s: 'x'", SEC),
+    ("module-level-dunder-name", "__repr__ = 1", SEC),
+    # a class's dunders assigned later (a class decorator's way) go through the rules its
+    # class statement applies: __exit__ wrapped so it cannot swallow a limit, no __hash__
+    # on a str subclass; and only on the script's own classes
+    ("class-dunder-assigned-on-a-facade", "import json\njson.JSONEncoder.__repr__ = len", SEC),
+    ("class-dunder-assigned-on-a-builtin", "int.__repr__ = len", SEC),
     (
         "class-exit-set-later",
         "class A:\n    def __enter__(self):\n        return self\n"
         "setattr(A, '__exit__', lambda *a: True)\nwith A():\n    'x' * 10**10",
-        SEC,
+        LIMIT,
     ),
+    (
+        "class-exit-assigned-later",
+        "class A:\n    def __enter__(self):\n        return self\n"
+        "A.__exit__ = lambda *a: True\nwith A():\n    'x' * 10**10",
+        LIMIT,
+    ),
+    ("str-subclass-hash-set-later", "class S(str):\n    pass\nS.__hash__ = len", SEC),
     ("str-subclass-hash-deleted-later", "class S(str):\n    pass\ndel S.__hash__", SEC),
     ("facade-dunder-assigned", "import math\nmath.__abs__ = 1", SEC),
     # type() with three arguments binds only what a class statement may
