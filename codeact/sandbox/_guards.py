@@ -24,6 +24,7 @@ from ._limits import Limits
 from ._ownership import (
     BASE_CLASSES,
     DUNDER_DATA,
+    GENERIC_BASES,
     HOST_METHOD_NAMES,
     HOST_METHODS,
     PLAIN_TYPES,
@@ -177,6 +178,13 @@ class Guards:
         elif name in DATA_DUNDERS and name in DUNDER_DATA.get(type(obj), ()):
             # list[int].__args__: what the script subscripted with, read back
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        elif name == "__parameters__" and isinstance(obj, type) and obj in SCRIPT_CLASSES:
+            found = _class_parameters(obj)
+            if found is not None:
+                return found
+            if default is not _MISSING:
+                return default
+            raise AttributeError(f"type object {obj.__name__!r} has no attribute {name!r}")
         elif name == "__wrapped__" and is_script_function(obj):
             # functools.wraps on the script's own function: what the script wrapped (a
             # facade's wrappers are never script functions: their __wrapped__ stays hidden)
@@ -1084,6 +1092,19 @@ def _constructing(new: Any, owner: type) -> Callable[..., Any]:
         return new(*args, **kwargs)
 
     return call
+
+
+def _class_parameters(cls: type) -> tuple[Any, ...] | None:
+    """A generic script class's type variables, from the forms its class statement's bases
+    were (``class Box(Generic[T])``); None for a class that is not generic."""
+    if not any(k in GENERIC_BASES for k in cls.__mro__):
+        return None
+    found: dict[Any, None] = {}
+    written = vars(cls).get("__orig_bases__", ())
+    for base in written if type(written) is tuple else ():
+        if "__parameters__" in DUNDER_DATA.get(type(base), ()):  # a facade's typing form
+            found.update(dict.fromkeys(base.__parameters__))
+    return tuple(found)
 
 
 def _made_here(cls: type) -> bool:

@@ -110,6 +110,9 @@ CLASS_BUILDERS: dict[type, Any] = {}
 # Stand-in bases whose class statement makes a protocol (``typing.Protocol``): isinstance
 # against it compares shapes once the script marks it ``runtime_checkable``.
 PROTOCOL_MARKERS: set[type] = set()
+# Bases that make a class generic (``typing.Generic``): its ``__parameters__`` are the type
+# variables its class statement's bases were subscripted with.
+GENERIC_BASES: set[type] = set()
 
 
 # id(stand-in of a builtin) -> (the real type, its guarded constructor): kept here, never
@@ -237,6 +240,7 @@ def _is_shared(kind: type, name: str) -> bool:
 __all__ = [
     "BASE_CLASSES",
     "CLASS_BUILDERS",
+    "GENERIC_BASES",
     "HOST_METHODS",
     "PLAIN_TYPES",
     "PROTOCOL_MARKERS",

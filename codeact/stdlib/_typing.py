@@ -17,7 +17,9 @@ from typing import Any
 from ..sandbox._ownership import (
     CLASS_BUILDERS,
     DUNDER_DATA,
+    GENERIC_BASES,
     PROTOCOL_MARKERS,
+    SCRIPT_CLASSES,
     register_base,
     register_readable,
 )
@@ -161,7 +163,9 @@ class Generic:
     __slots__ = ()
 
     def __class_getitem__(cls, item: Any) -> Any:
-        return cls
+        if cls not in SCRIPT_CLASSES:  # Generic itself, reached through a script's __mro__
+            raise TypeError(f"{cls.__name__} is not a generic class scripts subscript")
+        return ClassAlias(cls.__name__, cls, item if type(item) is tuple else (item,))
 
 
 class GenericForm(TypingForm):
@@ -210,10 +214,47 @@ def cast(kind: Any, value: Any) -> Any:
 
 def _form_repr(arg: Any) -> str:
     if isinstance(arg, type):
-        return arg.__name__
+        return _class_repr(arg)
     if arg is None or arg is type(None):
         return "None"
     return repr(arg)
+
+
+def _class_repr(cls: type) -> str:
+    """A class as typing names it: builtins bare, any other with its module."""
+    module = vars(cls).get("__module__")  # the class's own string, no descriptor run
+    name = type.__dict__["__qualname__"].__get__(cls)
+    if type(module) is not str or module == "builtins" or module.startswith("codeact"):
+        return str(name)
+    return f"{module}.{name}"
+
+
+class ClassAlias(TypingForm):
+    """``Box[int]`` for a script's generic class, as typing's alias of it: calling it makes
+    a ``Box``, a class deriving from it derives from ``Box``, and it shows its arguments."""
+
+    __slots__ = ()
+
+    def __getitem__(self, args: Any) -> TypingForm:
+        raise TypeError(f"{self!r} is not a generic class")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._origin(*args, **kwargs)  # type: ignore[misc]
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (self._origin,)  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(_form_repr(a) for a in self._args)
+        return f"{_class_repr(self._origin)}[{shown}]"  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ClassAlias:
+            return NotImplemented
+        return self._origin is other._origin and self._args == other._args
+
+    def __hash__(self) -> int:
+        return hash((id(self._origin), self._args))
 
 
 _ORIGINS: dict[str, Any] = {
@@ -363,17 +404,18 @@ def typing_members() -> dict[str, Any]:
     return members
 
 
-register_readable(TypingForm, GenericForm, TypeVar, _Shaped, names=())
+register_readable(TypingForm, GenericForm, ClassAlias, TypeVar, _Shaped, names=())
 DUNDER_DATA.update(
     dict.fromkeys(
-        (TypingForm, GenericForm),
+        (TypingForm, GenericForm, ClassAlias),
         frozenset({"__args__", "__origin__", "__parameters__", "__metadata__"}),
     )
 )
-for _form in (TypingForm, GenericForm, TypeVar, _Shaped):
+for _form in (TypingForm, GenericForm, ClassAlias, TypeVar, _Shaped):
     _form.__module__ = "typing"  # what type() of a form shows
 register_base(Generic, NamedTupleBase, TypedDictBase, ProtocolBase)
 PROTOCOL_MARKERS.add(ProtocolBase)
+GENERIC_BASES.update((Generic, ProtocolBase))
 CLASS_BUILDERS.update(
     {
         NamedTupleBase: _build_named_tuple,

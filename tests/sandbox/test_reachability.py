@@ -112,6 +112,7 @@ PROBED_DUNDERS = (
     "__delete__",
     "__set_name__",
     "__class_getitem__",
+    "__abstractmethods__",
 )
 # Private names of the runtime's own stand-ins and wrappers, tried on everything.
 PROBED_PRIVATE = ("_real", "_construct", "_members", "_guards", "_cls", "_bound", "_call", "_span")
@@ -123,6 +124,7 @@ ALLOWED_DUNDERS = frozenset(
     | {"__members__"}  # a script enum's own members, by name
     | {"__args__", "__origin__", "__parameters__", "__metadata__"}  # typing forms' parts
     | {"__bases__", "__base__", "__mro__"}  # a script class's bases, as type() shows them
+    | {"__abstractmethods__"}  # the names a script ABC lacks: strings
     | {"__new__"}  # the script's own, or a builtin's that makes only the script's objects
     | INERT_DUNDERS
     | CHANGING_DUNDERS
@@ -293,8 +295,22 @@ model.field = 1
 seeds += [
     Field, Model, model, Model[int], vars(Model), Model.__mro__, Single(), Single,
     Celsius(1.5), Celsius, Planet.EARTH, Planet, Later(1), Later, vars(Point), vars(Pair),
-    Color.__mro__, Pair.__mro__, Shape.__bases__, Encoder.__mro__,
+    Color.__mro__, Pair.__mro__, Shape.__bases__, Encoder.__mro__, Model.mro, Model.mro(),
 ]
+def with_repr(cls):
+    def __repr__(self):
+        return 'decorated'
+    cls.__repr__ = __repr__
+    cls.__exit__ = lambda *exc: False
+    return cls
+@with_repr
+class Decorated:
+    pass
+seeds += [Decorated, Decorated(), Decorated.__exit__]
+Item = typing.TypeVar('Item')
+class GBox(typing.Generic[Item]):
+    pass
+seeds += [GBox, GBox[int], GBox[int](), GBox.__parameters__, GBox.__mro__, typing.List[GBox]]
 """
 
 
