@@ -252,10 +252,12 @@ class ProcessExecutor:
                     )
                 raise
             finally:
-                if worker.dead and self._sessions.get(session) is worker:
-                    self._sessions.pop(session, None)
-            if worker.dead:
-                await worker.kill()
+                if worker.dead:
+                    if self._sessions.get(session) is worker:
+                        self._sessions.pop(session, None)
+                    # reaped and its channel closed also when the run was cancelled (a
+                    # worker that died under a cancelled run left its pipes open)
+                    await worker.kill()
             self._refill()
             # A spare handed out as its template died: nothing of the run reached the
             # host (no call, no output) and it had no state, so it runs again, once.

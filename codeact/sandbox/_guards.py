@@ -710,17 +710,21 @@ class Guards:
                 raise LimitExceeded("format width")
 
     def _string_method(self, obj: Any, name: str) -> Callable[..., Any] | None:
+        kind = obj if isinstance(obj, type) else type(obj)
+        base = next((b for b in (str, bytes, bytearray) if issubclass(kind, b)), kind)
+        qualname = f"{base.__name__}.{name}"  # what a call error names: "str.format()"
         if name in ("format", "format_map"):
             if obj is not str and not isinstance(obj, str):
                 return None
             if isinstance(obj, type):
-                return GuardedMethod(getattr(self.formatter, name), name)
-            return GuardedMethod(getattr(self.formatter, name), name, obj)
+                return GuardedMethod(getattr(self.formatter, name), name, qualname=qualname)
+            return GuardedMethod(getattr(self.formatter, name), name, obj, qualname=qualname)
         if isinstance(obj, type):
             if not issubclass(obj, str | bytes | bytearray):
                 return None
-            return GuardedMethod(self._unbound_method, name, obj, name)  # str.ljust(s, n)
-        return GuardedMethod(self.method, name, obj, name)
+            # str.ljust(s, n)
+            return GuardedMethod(self._unbound_method, name, obj, name, qualname=qualname)
+        return GuardedMethod(self.method, name, obj, name, qualname=qualname)
 
     def _unbound_method(self, kind: type, name: str, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(obj, kind):
@@ -761,7 +765,8 @@ def _callback_safe(value: Any) -> Any:
         and method.__name__ == "sort"
         and isinstance(method.__self__, list)
     ):
-        return GuardedMethod(with_interruptible_callbacks(method, names=("key",)), "sort")
+        guarded = with_interruptible_callbacks(method, names=("key",))
+        return GuardedMethod(guarded, "sort", qualname="list.sort")
     return method
 
 
@@ -812,21 +817,33 @@ class GuardedMethod:
     to call with arguments of its own choosing.
     """
 
-    __slots__ = ("_bound", "_call", "_name")
+    __slots__ = ("_bound", "_call", "_name", "_qualname")
 
-    def __init__(self, call: Callable[..., Any], name: str, *bound: Any) -> None:
+    def __init__(
+        self, call: Callable[..., Any], name: str, *bound: Any, qualname: str | None = None
+    ) -> None:
         self._call = call
         self._name = name
         self._bound = bound
+        self._qualname = qualname
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(*self._bound, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # what CPython's call errors name the callee by ("list.sort() got multiple ...")
+        if name == "__qualname__" and self._qualname is not None:
+            return self._qualname
+        raise AttributeError(name)
 
     def __repr__(self) -> str:
         return f"<built-in method {self._name}>"
 
     def __reduce__(self) -> Any:
         raise TypeError("a method cannot be pickled in scripts")
+
+
+GuardedMethod.__module__ = "builtins"  # a call error names "list.sort()", not a module of ours
 
 
 class ScriptFormatter:

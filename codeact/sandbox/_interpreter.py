@@ -433,16 +433,20 @@ class Sandbox:
 
     def _run_globals(self, run: _Run) -> dict[str, Any]:
         guards = self.guards
+
+        def print_(*args: Any, **kwargs: Any) -> None:
+            self._print(run, args, kwargs)
+
         return {
             "_getattr_": guards.getattr,
-            "_apply_": _apply,
             "_inplacevar_": guards.inplace,
             "_method_": guards.method,
             "_pow_": guards.power,
             "_lshift_": guards.lshift,
             "_format_spec_": guards.format_spec,
             "_reraise_limits_": reraise_limits,
-            "_print_": lambda *args, **kwargs: self._print(run, args, kwargs),
+            # a builtin as CPython shows it; a call error names it "print()"
+            "_print_": Builtin(print_, "print"),
             "__metaclass__": script_class_factory(guards),
             "_int_": int,
             "_type_": type,
@@ -803,10 +807,6 @@ def _short_repr(value: Any) -> str:
     if type(text) is not str:
         text = str.__str__(text)
     return text if len(text) <= MAX_REPR_CHARS else text[:MAX_REPR_CHARS] + "..."
-
-
-def _apply(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return function(*args, **kwargs)
 
 
 def _bind(

@@ -370,6 +370,15 @@ class CodeActPolicy(RestrictingNodeTransformer):
             copy_locations(call, node)
             return call
         visited = super().visit_Call(node)
+        if (
+            isinstance(visited, ast.Call)
+            and isinstance(visited.func, ast.Name)
+            and visited.func.id == "_apply_"
+            and visited.args
+        ):
+            # f(*args, **kw): called as written (RestrictedPython's _apply_ only calls it,
+            # and a duplicate keyword's TypeError would name _apply_, not f)
+            visited.func = visited.args.pop(0)
         if isinstance(visited, ast.Call) and isinstance(visited.func, ast.IfExp):
             return _guarded_method_call(visited)
         return visited
