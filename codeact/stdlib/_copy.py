@@ -93,6 +93,8 @@ def _own_method(kind: type, name: str) -> Any:
     for klass in kind.__mro__:
         if name in vars(klass):
             found = vars(klass)[name]
+            if isinstance(found, staticmethod):  # __new__, as the class statement keeps it
+                found = found.__func__
             return found if klass in SCRIPT_CLASSES and is_script_function(found) else None
     return None
 
@@ -119,6 +121,9 @@ def _copy_object(
     if isinstance(value, enum.Enum):
         return value
     base: Any = next(b for b in kind.__mro__ if b not in SCRIPT_CLASSES)
+    # the class's own __new__ makes the copy, as copy's __reduce_ex__ path calls it (a
+    # singleton's copy is itself); else its builtin base's
+    make = _own_method(kind, "__new__") or base.__new__
     new_args = _own_method(kind, "__getnewargs__")
     if new_args is not None:
         arguments = new_args(value)
@@ -126,12 +131,12 @@ def _copy_object(
             raise TypeError(
                 f"__getnewargs__ should return a tuple, not '{type(arguments).__name__}'"
             )
-        new = base.__new__(kind, *copy_item(arguments))
+        new = make(kind, *copy_item(arguments))
     elif base in _IMMUTABLE_BASES:
         content = tuple(copy_item(i) for i in value) if base is tuple else base(value)
-        new = base.__new__(kind, content)
+        new = make(kind, content)
     else:
-        new = base.__new__(kind)
+        new = make(kind)
     if memo is not None:
         memo[key] = new
     if isinstance(value, BaseException):
