@@ -531,6 +531,15 @@ class Guards:
             body[key] = value
         return factory(name, bases, body, **keywords)
 
+    def super_of(self, kind: Any, obj: Any) -> Any:
+        """``super(Cls, self)``: only past one of the script's own classes, as ``super()``
+        in its methods would go; ``super(str, x)`` would reach a host method past the
+        override a stand-in or a guard put there."""
+        if not (isinstance(kind, type) and kind in SCRIPT_CLASSES):
+            what = getattr(kind, "__name__", type(kind).__name__)
+            raise SecurityViolation(f"super({what}, ...) takes one of the script's own classes")
+        return super(kind, obj)
+
     def type_of(self, *args: Any, **keywords: Any) -> Any:
         """``type(obj)``: the script's own classes and builtins' classes, stand-ins otherwise.
 

@@ -450,6 +450,7 @@ class Sandbox:
             "__metaclass__": script_class_factory(guards),
             "_int_": int,
             "_type_": type,
+            "_super_": guards.super_of,
             "_raw_": guards.raw,
             "_match_class_": match_class_guard(guards),
             "_acall_": self._async_call,

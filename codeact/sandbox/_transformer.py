@@ -346,8 +346,20 @@ class CodeActPolicy(RestrictingNodeTransformer):
         if _callee_name(func) in ASYNC_TAKERS:
             node.args = [_awaitable_arguments(a) for a in node.args]
         if isinstance(func, ast.Name) and func.id == "super":
+            two = len(node.args) == 2 and not node.keywords
+            if two and not any(isinstance(a, ast.Starred) for a in node.args):
+                # super(Cls, self): through the guard, which takes the script's own classes
+                # only (super(str, x) would reach a host method past its override)
+                guard = ast.Name("_super_", ast.Load())
+                guard.codeact_internal = True  # type: ignore[attr-defined]
+                call = ast.Call(func=guard, args=[self.visit(a) for a in node.args], keywords=[])
+                copy_locations(call, node)
+                copy_locations(guard, node)
+                return call
             if node.args or node.keywords:
-                self.error(node, "super() takes no arguments in scripts.")
+                self.error(
+                    node, "super() takes no arguments, or a class and an object, in scripts."
+                )
             func.zero_argument_call = True  # type: ignore[attr-defined]
         if (
             isinstance(func, ast.Attribute)

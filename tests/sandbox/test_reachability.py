@@ -306,7 +306,7 @@ def with_repr(cls):
 @with_repr
 class Decorated:
     pass
-seeds += [Decorated, Decorated(), Decorated.__exit__]
+seeds += [Decorated, Decorated(), Decorated.__exit__, super(Model, model), super(Celsius, Celsius(2.0))]
 Item = typing.TypeVar('Item')
 class GBox(typing.Generic[Item]):
     pass

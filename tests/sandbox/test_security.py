@@ -172,8 +172,14 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("class-dunder-attribute", "class D:\n    __module__ = 'os'", SEC),
     ("super-with-args-dunder", "super(int, 1).__init__()", SEC),
     (
-        "super-two-args",
-        "class A:\n    pass\nclass B(A):\n    def f(self):\n        return super(A, self)\nB().f()",
+        # super(Cls, obj) past a host class: only the script's own classes are taken
+        "super-two-args-host-class",
+        "import json\nclass E(json.JSONEncoder):\n    pass\nsuper(json.JSONEncoder, E())",
+        SEC,
+    ),
+    (
+        "super-two-args-stand-in",
+        "class B(bytes):\n    pass\nsuper(bytes, B(b'x'))",
         SEC,
     ),
     ("super-as-value", "s = super\ns(str, 'x').format('{0.__class__}', 1)", SEC),
