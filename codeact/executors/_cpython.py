@@ -278,7 +278,11 @@ def compiled(source: str) -> Any:
         ast.copy_location(assign, last)
         tree.body[-1] = assign
     ast.fix_missing_locations(tree)
-    return compile(tree, SCRIPT_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    # dont_inherit: this module's own __future__ imports are not the script's (string
+    # annotations would change what dataclasses and pydantic see)
+    return compile(
+        tree, SCRIPT_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
 
 
 class _Output(io.TextIOBase):

@@ -58,11 +58,22 @@ class ClientSessions:
         self.idle_seconds = idle_seconds
         self._open: dict[str, _Held] = {}  # MCP session id -> who holds it, last seen
         self._opening: dict[str, int] = {}  # client -> sessions it is opening right now
+        self.posts_in_flight = 0  # requests whose answer is not all sent yet
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope.get("method") != "POST":  # a GET's event stream stays open: not counted
+            await self._route(scope, receive, send)
+            return
+        self.posts_in_flight += 1
+        try:
+            await self._route(scope, receive, send)
+        finally:
+            self.posts_in_flight -= 1
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         session = _header(scope, SESSION_HEADER)
         if session is not None:
             await self._in_session(session, scope, receive, send)
@@ -237,6 +248,8 @@ async def serve_http(
     )
     config = uvicorn.Config(limited, host=host, port=port, log_level="warning", lifespan="on")
     http = AnsweringServer(config)
+    if stopping is not None:  # the answers are on the wire once every POST's response is sent
+        stopping.settled_when(lambda: limited.posts_in_flight == 0)
     async with runtime:  # the warm pool, the idle reaper, and every worker closed at the end
         prepare = getattr(runtime.executor, "prepare", None)
         if prepare is not None:  # the first clients' workers fork from the template

@@ -60,6 +60,12 @@ class Stopping:
 
         self._written = written
 
+    def settled_when(self, written: Callable[[], bool]) -> None:
+        """Know when what the server wrote has left by ``written`` (the HTTP transport's:
+        no request's response still being sent; a handler's answer reaches the response
+        a few turns of the loop after the handler returns, later under load)."""
+        self._written = written
+
     async def stop(self, within: float = STOP_SECONDS) -> None:
         """Abort every call in flight and wait (at most ``within`` seconds) until each has
         returned its answer and the answers are written. Call it on the serving loop."""

@@ -271,6 +271,14 @@ class Guards:
         own = is_script_class(obj if isinstance(obj, type) else type(obj))
         if name == "__dict__" and own and not isinstance(obj, type):
             return obj.__dict__  # the script's own object: its attributes are its own
+        if name == "__annotations__" and (
+            is_script_function(obj) or (isinstance(obj, type) and obj in SCRIPT_CLASSES)
+        ):
+            # what the script's class body or def annotated: its own dict (a class without
+            # annotations has an empty one, as in CPython)
+            if isinstance(obj, type):
+                return vars(obj).get("__annotations__") or {}
+            return obj.__annotations__
         if isinstance(obj, type) and obj in SCRIPT_CLASSES:  # a script's class statement's
             if name == "__dict__":
                 return _class_namespace(obj)

@@ -58,6 +58,7 @@ GUARDED_DUNDERS = frozenset(
         "__base__",
         "__mro__",
         "__abstractmethods__",
+        "__annotations__",
     }
 )
 

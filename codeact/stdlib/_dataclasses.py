@@ -19,6 +19,7 @@ from typing import Any
 from ..sandbox._errors import SecurityViolation
 from ..sandbox._ownership import SCRIPT_CLASSES, is_script_class
 from . import _copy as script_copy
+from ._typing import TypingForm
 
 # The classes this module's decorator made: the only ones asdict, astuple and replace take.
 _MADE: weakref.WeakSet[type] = weakref.WeakSet()
@@ -31,11 +32,32 @@ def dataclass(cls: Any = None, /, **options: Any) -> Any:
     if cls not in SCRIPT_CLASSES:  # a host class is every session's
         raise SecurityViolation("dataclass only decorates the script's classes")
     _check_field_names(cls)
-    made = dataclasses.dataclass(cls, **options)
+    annotations = vars(cls).get("__annotations__", {})
+    written = dict(annotations)
+    # typing.ClassVar is the sandbox's form, which the real dataclass does not know: such
+    # names are left out while it reads the class (a class variable is not a field)
+    for name in [n for n, kind in written.items() if _is_class_var(kind)]:
+        del annotations[name]
+    try:
+        made = dataclasses.dataclass(cls, **options)
+    finally:
+        annotations.clear()
+        annotations.update(written)  # as the class body wrote them, in its order
     if made is not cls:  # slots=True builds a new class: it is the script's as well
         SCRIPT_CLASSES.add(made)
     _MADE.add(made)
     return made
+
+
+def _is_class_var(kind: Any) -> bool:
+    """``ClassVar`` or ``ClassVar[int]`` (the sandbox's typing form), or the same as a
+    string annotation (``from __future__ import annotations``), as dataclasses reads one."""
+    if isinstance(kind, TypingForm):
+        return kind._name == "ClassVar"
+    if type(kind) is str:
+        match = dataclasses._MODULE_IDENTIFIER_RE.match(kind)  # type: ignore[attr-defined]
+        return match is not None and match.group(2) == "ClassVar"
+    return False
 
 
 def _check_field_names(cls: type) -> None:

@@ -16,6 +16,8 @@ from ..sandbox._work_bounds import ticking, ticking_factory
 class Facade:
     """A read-only module stand-in with exactly the names it was given."""
 
+    # No ``__name__``: a failed ``from json import decoder`` would then look for
+    # "json.decoder" in the host's sys.modules, and hand the script the real module.
     __slots__ = ("_members", "_name")
 
     def __init__(self, name: str, members: Mapping[str, Any]) -> None:

@@ -551,7 +551,8 @@ def _static_facades() -> dict[str, Facade]:
             "dataclasses",
             {
                 **pick(
-                    dataclasses, "field fields is_dataclass FrozenInstanceError MISSING KW_ONLY"
+                    dataclasses,
+                    "field fields is_dataclass FrozenInstanceError MISSING KW_ONLY InitVar",
                 ),
                 "dataclass": script_dataclasses.dataclass,
                 "asdict": script_dataclasses.asdict,
@@ -584,6 +585,7 @@ def _register_readable_types() -> None:
         string.Template,
         ScriptRandom,
         dataclasses.Field,
+        dataclasses.InitVar,  # InitVar[int]: the type it was subscripted with, nothing else
         type(hashlib.sha256()),
         type(hashlib.blake2b()),
         type(iter(())),

@@ -116,10 +116,10 @@ def run_in_cpython(source: str) -> Any:
     tree = ast.parse(source)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     scope: dict[str, Any] = {"__name__": "__main__", **_tools()}
-    exec(compile(tree, "<cpython>", "exec"), scope)
+    exec(compile(tree, "<cpython>", "exec", dont_inherit=True), scope)
     if last is None:
         return None
-    return eval(compile(ast.Expression(last.value), "<cpython>", "eval"), scope)
+    return eval(compile(ast.Expression(last.value), "<cpython>", "eval", dont_inherit=True), scope)
 
 
 def normalise(value: Any) -> Any:

@@ -111,8 +111,11 @@ def reference(source: str, category: str) -> Behaviour:
         assign = ast.Assign([ast.Name("__oracle_value__", ast.Store())], last.value)
         tree.body[-1] = ast.copy_location(assign, last)
         ast.fix_missing_locations(tree)
-    # the file name every executor gives a script: tracebacks name it
-    code = compile(tree, "<script>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    # the file name every executor gives a script: tracebacks name it; and none of this
+    # module's __future__ imports (string annotations would change what dataclass sees)
+    code = compile(
+        tree, "<script>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
     scope: dict[str, Any] = {"__name__": "__main__", **_tools(category == ASYNC_CATEGORY)}
     printed = io.StringIO()
     error = None

@@ -128,6 +128,10 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("star-import-sys-modules", "from sys import *\nmodules", RUN),
     ("json-codecs", "import json\njson.codecs", RUN),
     ("json-decoder-module", "from json import decoder", RUN),
+    # a facade has no __name__: from-import would otherwise find "json.encoder" in the
+    # host's sys.modules
+    ("json-encoder-module", "from json import encoder", RUN),
+    ("collections-abc-host", "import collections\ncollections.__name__", RUN),
     ("datetime-sys", f"import datetime\ndatetime.sys.modules['os'].{TOUCH[3:]}", RUN),
     ("re-enum", "import re\nre.enum", RUN),
     ("re-sre-compile", "import re\nre._compiler", SEC),
