@@ -835,8 +835,10 @@ def _call(name: str, *args: ast.expr) -> ast.Call:
 
 
 def is_private_name(name: str) -> bool:
-    """``_name`` or ``__name``: a script's own private name, never a dunder, a guard's name
-    (guards end in ``_``) or a temporary."""
+    """``_name``, ``__name`` or ``_`` itself: a script's own private name, never a dunder, a
+    guard's name (guards end in ``_``) or a temporary."""
+    if name == "_":  # no guard is named so (``_: KW_ONLY``, ``obj._``)
+        return True
     return (
         len(name) > 1
         and name[0] == "_"
