@@ -527,13 +527,15 @@ class Guards:
         for key, value in namespace.items():
             if type(key) is not str:
                 raise TypeError("a class's attribute names must be strings")
-            # only what a class statement may bind: never __class__, __new__, __del__,
-            # __init_subclass__, __getattribute__ or another name the machinery reads
+            # only what a class statement may bind: never __class__, __del__, __dict__,
+            # __getattribute__ or another name the machinery reads; annotations as a plain
+            # dict (what annotated assignments in a class body make)
             if key.startswith("_") and not (
                 is_private_name(key)
                 or key in CLASS_BODY_DUNDERS
                 or key in CLASS_DATA_DUNDERS
                 or (key in ("__module__", "__qualname__") and type(value) is str)
+                or (key == "__annotations__" and type(value) is dict)
             ):
                 raise SecurityViolation(f"a class made by type() may not bind {key!r}")
             body[key] = value

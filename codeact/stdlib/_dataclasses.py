@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import keyword
 import weakref
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..sandbox._errors import SecurityViolation
@@ -47,6 +48,45 @@ def dataclass(cls: Any = None, /, **options: Any) -> Any:
         SCRIPT_CLASSES.add(made)
     _MADE.add(made)
     return made
+
+
+def make_dataclass_for(new_class: Callable[..., type]) -> Callable[..., Any]:
+    """``dataclasses.make_dataclass`` for one session: the class is made as ``type()``
+    makes one there (by the script class factory), then decorated as a class statement's."""
+
+    def make_dataclass(
+        cls_name: str,
+        fields: Iterable[Any],
+        *,
+        bases: tuple[type, ...] = (),
+        namespace: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> Any:
+        annotations: dict[str, Any] = {}
+        body: dict[str, Any] = dict(namespace or {})
+        for item in fields:
+            if type(item) is str:
+                name, kind = item, "typing.Any"
+            elif type(item) is tuple and len(item) in (2, 3):
+                name, kind = item[0], item[1]
+                if len(item) == 3:
+                    body[name] = item[2]  # its default, or its field()
+            else:
+                what = type(item).__name__
+                raise TypeError(f"Invalid field: a name or (name, type[, field]), not {what}")
+            if type(name) is not str:  # named by its type: no repr of the script's runs here
+                raise TypeError(f"Field names must be strings, not {type(name).__name__}")
+            if not name.isidentifier():
+                raise TypeError(f"Field names must be valid identifiers: {name!r}")
+            if keyword.iskeyword(name):
+                raise TypeError(f"Field names must not be keywords: {name!r}")
+            if name in annotations:
+                raise TypeError(f"Field name duplicated: {name!r}")
+            annotations[name] = kind
+        body["__annotations__"] = annotations
+        return dataclass(new_class(cls_name, tuple(bases), body), **options)
+
+    return make_dataclass
 
 
 def _is_class_var(kind: Any) -> bool:

@@ -547,19 +547,6 @@ def _static_facades() -> dict[str, Facade]:
                 **{name: _enum_base(getattr(enum, name)) for name in ENUM_BASES},
             },
         ),
-        "dataclasses": Facade(
-            "dataclasses",
-            {
-                **pick(
-                    dataclasses,
-                    "field fields is_dataclass FrozenInstanceError MISSING KW_ONLY InitVar",
-                ),
-                "dataclass": script_dataclasses.dataclass,
-                "asdict": script_dataclasses.asdict,
-                "astuple": script_dataclasses.astuple,
-                "replace": script_dataclasses.replace,
-            },
-        ),
     }
 
 
@@ -657,7 +644,10 @@ _register_readable_types()
 
 # The facades built per session (random's state, the script's own print and loop).
 SESSION_MODULES = frozenset(
-    {"re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os", "traceback"}
+    {
+        *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
+        *("traceback", "dataclasses"),
+    }
 )
 if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
     raise ImportError("_names.DEFAULT_MODULES and the facades disagree")
@@ -717,6 +707,20 @@ def session_facades(
         },
     )
     facades["re"] = Facade("re", re_members(guards))
+    facades["dataclasses"] = Facade(
+        "dataclasses",
+        {
+            **pick(
+                dataclasses,
+                "field fields is_dataclass FrozenInstanceError MISSING KW_ONLY InitVar",
+            ),
+            "dataclass": script_dataclasses.dataclass,
+            "asdict": script_dataclasses.asdict,
+            "astuple": script_dataclasses.astuple,
+            "replace": script_dataclasses.replace,
+            "make_dataclass": script_dataclasses.make_dataclass_for(guards.new_class),
+        },
+    )
     facades.update(session_everyday_facades(guards))
     facades["asyncio"] = asyncio_facade(guards)
     facades.update(session_system_facades(guards, environ or {}))

@@ -311,6 +311,8 @@ Item = typing.TypeVar('Item')
 class GBox(typing.Generic[Item]):
     pass
 seeds += [GBox, GBox[int], GBox[int](), GBox.__parameters__, GBox.__mro__, typing.List[GBox]]
+MadeData = dataclasses.make_dataclass('MadeData', [('x', int), ('y', int, 0)], frozen=True)
+seeds += [dataclasses.make_dataclass, MadeData, MadeData(1), vars(MadeData)]
 """
 
 
