@@ -58,7 +58,7 @@ class Stopping:
             now = statistics()
             return bool(now.tasks_waiting_send == 0 and now.tasks_waiting_receive > 0)
 
-        self._written = written
+        self.settled_when(written)
 
     def settled_when(self, written: Callable[[], bool]) -> None:
         """Know when what the server wrote has left by ``written`` (the HTTP transport's:

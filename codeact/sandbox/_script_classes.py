@@ -81,10 +81,7 @@ _REGISTRAR = "__codeact_register__"
 def set_dunder_later(cls: type, name: str, value: Any) -> None:
     """``Cls.__repr__ = f`` after the class statement (a class decorator's way): under the
     rules its class statement would have applied, on the script's own classes only."""
-    if cls not in SCRIPT_CLASSES:
-        raise SecurityViolation(f"{cls.__name__} objects cannot be modified from scripts")
-    if name == "__hash__":
-        _check_hash(cls.__bases__)
+    _check_later(cls, name)
     if name in _CHECKED_DUNDERS:
         value = _CHECKED_DUNDERS[name](value)
     setattr(cls, name, value)
@@ -93,11 +90,15 @@ def set_dunder_later(cls: type, name: str, value: Any) -> None:
 def delete_dunder_later(cls: type, name: str) -> None:
     """``del Cls.__repr__``: the base's comes back, as in CPython; never a hash the class
     statement kept from a builtin value type's subclass."""
+    _check_later(cls, name)
+    delattr(cls, name)
+
+
+def _check_later(cls: type, name: str) -> None:
     if cls not in SCRIPT_CLASSES:
         raise SecurityViolation(f"{cls.__name__} objects cannot be modified from scripts")
     if name == "__hash__":
         _check_hash(cls.__bases__)
-    delattr(cls, name)
 
 
 def _check_hash(bases: tuple[type, ...]) -> None:

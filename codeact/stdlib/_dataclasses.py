@@ -34,16 +34,18 @@ def dataclass(cls: Any = None, /, **options: Any) -> Any:
         raise SecurityViolation("dataclass only decorates the script's classes")
     _check_field_names(cls)
     annotations = vars(cls).get("__annotations__", {})
-    written = dict(annotations)
+    class_vars = [name for name, kind in annotations.items() if _is_class_var(kind)]
+    written = dict(annotations) if class_vars else None
     # typing.ClassVar is the sandbox's form, which the real dataclass does not know: such
     # names are left out while it reads the class (a class variable is not a field)
-    for name in [n for n, kind in written.items() if _is_class_var(kind)]:
+    for name in class_vars:
         del annotations[name]
     try:
         made = dataclasses.dataclass(cls, **options)
     finally:
-        annotations.clear()
-        annotations.update(written)  # as the class body wrote them, in its order
+        if written is not None:
+            annotations.clear()
+            annotations.update(written)  # as the class body wrote them, in its order
     if made is not cls:  # slots=True builds a new class: it is the script's as well
         SCRIPT_CLASSES.add(made)
     _MADE.add(made)
