@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
+from .executors._early_template import start_early_template as _start_early_template
 
 if TYPE_CHECKING:
     from .agent._loop import (
@@ -242,6 +243,11 @@ _EXPORTS: dict[str, str] = {
 
 # Names resolve on first use (PEP 562), so a sandbox worker process that needs only
 # the interpreter does not pay for importing pydantic and jsonschema.
+
+
+# The worker template imports the sandbox's world while this process imports codeact's:
+# a first script in a worker waits for the slower of the two, not for both in turn.
+_start_early_template()
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -9,6 +11,11 @@ from hypothesis import HealthCheck, settings
 # of what is tested (no test asserts a duration).
 settings.register_profile("shared-machine", suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("shared-machine")
+
+# Tests count this process's children and descriptors before and after: a worker template
+# started as codeact is imported would be one of them until an executor takes it over.
+# tests/executors/test_early_template.py starts hosts with it on.
+os.environ["CODEACT_EARLY_TEMPLATE"] = "0"
 
 
 @pytest.fixture

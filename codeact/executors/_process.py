@@ -14,7 +14,6 @@ channel, a run served to its end) is ``_worker_process``.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Mapping, Sequence
 
@@ -26,6 +25,8 @@ import anyio.to_thread
 from ..contract._exceptions import ErrorCode
 from ..sandbox import Limits, ScriptError, ScriptOutcome
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
+from ._early_template import available as template_available
+from ._early_template import take_early_template
 from ._in_process import (
     SCRIPT_THREADS,
     AsyncBatchCaller,
@@ -37,7 +38,7 @@ from ._in_process import (
 )
 from ._services import Services
 from ._template import READY_TIMEOUT_SECONDS, WorkerTemplate
-from ._template import available as template_available
+from ._worker_environment import template_command
 from ._worker_folders import sweep_stale_folders
 from ._worker_process import (
     ABORT_GRACE_SECONDS,
@@ -453,10 +454,16 @@ class ProcessExecutor:
                 await anyio.to_thread.run_sync(template.close)
             if self._closed or not start:
                 return None
-            command = [sys.executable, "-m", "codeact.executors._template", self.options.module]
+            command = template_command(self.options.module)
+            environment = self.options.environment
+            early = take_early_template(command, environment)  # started as codeact was imported
             try:
                 # spawned from the loop's thread, as workers are (parent-death signal)
-                self._template = WorkerTemplate.spawn(command, self.options.environment)
+                self._template = (
+                    WorkerTemplate(*early)
+                    if early is not None
+                    else WorkerTemplate.spawn(command, environment)
+                )
             except OSError:
                 self.use_template = False
                 return None

@@ -36,23 +36,13 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from ._confine import ConfinementReport
+from ._early_template import spawn_template
 
 MAX_CONTROL_BYTES = 65_536
 READY_TIMEOUT_SECONDS = 30.0
 # A fork is a copy of a process that has done all its imports: milliseconds, a moment
 # under load. A template that takes longer is stopped or wedged, and is killed.
 FORK_TIMEOUT_SECONDS = 5.0
-
-
-def available() -> bool:
-    """Forking from a template needs pidfds (Linux 5.3) and descriptor passing."""
-    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
-        return False
-    try:
-        os.close(os.pidfd_open(os.getpid()))
-    except OSError:
-        return False
-    return True
 
 
 # The host's side -------------------------------------------------------------------
@@ -135,24 +125,7 @@ class WorkerTemplate:
         """Start the template from the calling thread: its parent-death signal is that
         thread's, so call this where the host starts worker processes (the loop's thread).
         """
-        host_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            process = subprocess.Popen(
-                [*command, str(template_end.fileno())],  # pass_fds keeps the number
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                cwd="/",
-                env=environment,
-                start_new_session=True,
-                pass_fds=(template_end.fileno(),),
-            )
-        except BaseException:
-            host_end.close()
-            raise
-        finally:
-            template_end.close()
-        return cls(process, host_end)
+        return cls(*spawn_template(command, environment))
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_SECONDS) -> None:
         """Block until the template has imported everything (OSError if it never does)."""
@@ -333,6 +306,9 @@ def main() -> None:
     _die_with_host()
     import importlib
 
+    # pyseccomp finds its libraries by running ldconfig twice: that waits beside our imports
+    seccomp = threading.Thread(target=_import_quietly, args=("pyseccomp",))
+    seccomp.start()
     importlib.import_module(module)  # the worker and everything it loads at start
     importlib.import_module("codeact.sandbox._interpreter")
     importlib.import_module("codeact.stdlib._modules")
@@ -341,8 +317,10 @@ def main() -> None:
     for name in PRELOADED:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    from codeact.executors._confine import confine_template
+    seccomp.join()  # one thread again before the fork that makes workers
+    from codeact.executors._confine import confine_template, resolve_interpreter_paths
 
+    resolve_interpreter_paths()
     confinement = confine_template()  # its children inherit it, then confine themselves further
     gc.collect()
     gc.freeze()  # what is here now is shared with every worker: never scanned, never copied
@@ -367,6 +345,11 @@ def main() -> None:
             else:
                 for fd in fds:
                     os.close(fd)
+
+
+def _import_quietly(name: str) -> None:
+    with contextlib.suppress(ImportError, OSError):  # confinement reports it when it loads
+        __import__(name)
 
 
 def _die_with_host() -> None:

@@ -10,7 +10,6 @@ worker's life.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -18,7 +17,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -46,6 +44,7 @@ from ._pipe import Garbled, PipeClosed, WorkerPipe
 from ._spin import Spinner
 from ._template import ForkedProcess, WorkerTemplate
 from ._threads import SessionThread
+from ._worker_environment import DEFAULT_WORKER_MODULE, WORKER_ENVIRONMENT
 from ._worker_folders import new_folder, remove_folder
 from ._worker_messages import (
     RECORDING_FIELDS,
@@ -66,18 +65,9 @@ ABORT_NUDGE_SECONDS = 0.05
 START_TIMEOUT_SECONDS = 30.0
 CHANNEL_SECONDS = 10.0  # the bound on a write or read outside a run (init, reset, exit)
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder that holds codeact
 # How a worker runs scripts: the restricted interpreter, or plain CPython (_cpython), where
 # the kernel is the only boundary.
 INTERPRETERS = ("restricted", "cpython")
-# All a worker (or the template it is forked from) inherits of the host's environment.
-WORKER_ENVIRONMENT = {
-    "PATH": os.defpath,
-    "LANG": "C.UTF-8",
-    "PYTHONPATH": _PACKAGE_ROOT,
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONNOUSERSITE": "1",
-}
 
 
 class WorkerLost(Exception):
@@ -102,7 +92,7 @@ class WorkerOptions:
     confinement: Confinement = "best-effort"
     user: int | None = UNPRIVILEGED_ID
     prefix: tuple[str, ...] = ()
-    module: str = "codeact.executors._worker"
+    module: str = DEFAULT_WORKER_MODULE
     hash_seed: int | None = None
     # what os.environ and os.getenv show scripts (the worker's own environment never is)
     script_environ: tuple[tuple[str, str], ...] = ()

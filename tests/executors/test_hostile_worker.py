@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeact import Runtime, ToolCall, ToolExecutionResult, ToolRegistry, tool
+from codeact.executors._early_template import available
 from codeact.executors._process import ProcessExecutor
-from codeact.executors._template import available
 from codeact.executors._worker_messages import oversized
 from codeact.executors._worker_process import WorkerOptions
 from codeact.sandbox import Limits, ScriptOutcome

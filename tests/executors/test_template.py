@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from codeact.executors._early_template import available
 from codeact.executors._process import ProcessExecutor
-from codeact.executors._template import available
 from codeact.sandbox import Limits
 from tests.executors.test_process import LIMITS, children, killed_mid_run, run
 
