@@ -38,7 +38,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..contract._exceptions import ErrorCode, ToolError
 from ..contract._json import JsonValue
@@ -50,8 +50,10 @@ from ..stdlib import standard_sandbox
 from ..stdlib._recorded import TAPE
 from . import _cpython_readings as readings
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
-from ._cpython import CPythonScripts, preload, refusal
 from ._spin import READ_CHUNK, Spinner
+
+if TYPE_CHECKING:
+    from ._cpython import CPythonScripts
 
 MAX_OPEN_FILES = 64
 # Per-run CPU time is the watchdog's; this lifetime budget is the kernel's backstop
@@ -183,6 +185,10 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
     limits = Limits(**init["limits"])
     sandbox: Sandbox | CPythonScripts
     if init.get("interpreter") == "cpython":  # the whole language: the kernel is the boundary
+        # imported here, before confinement: a restricted worker (and the template) never
+        # needs it
+        from ._cpython import CPythonScripts, preload
+
         packages = tuple(str(name) for name in init.get("packages") or ())
         user = init.get("user")
         preload(packages, dropping_user=os.geteuid() == 0 and user is not None)
@@ -196,7 +202,9 @@ def serve(channel: Channel, extra_ops: ExtraOps | None = None) -> None:
     report = _confine(init)
     apply_os_limits(limits, processes="seccomp" not in report.active)
     required = init.get("confinement") == "require"
-    if isinstance(sandbox, CPythonScripts):
+    if not isinstance(sandbox, Sandbox):
+        from ._cpython import refusal
+
         lacking = refusal(report, as_root=as_root)
         if lacking:  # never a silent fallback: the host is told which layer is missing
             report.missing.update(lacking)
