@@ -37,6 +37,7 @@ from ._ownership import (
     is_script_function,
     is_shared_container,
     is_writable,
+    owns_private_name,
     readable_names,
 )
 from ._pending import Pending
@@ -198,11 +199,7 @@ class Guards:
                 return self._dunder_found(obj, name, after, default)
         elif name in SCRIPT_DUNDERS:
             return self._dunder_method(obj, name, default)
-        elif (
-            (is_private_name(name) or name in ENUM_SUNDERS)
-            and is_writable(obj)
-            and type(obj) not in _PLAIN
-        ):
+        elif (is_private_name(name) or name in ENUM_SUNDERS) and owns_private_name(obj, name):
             # _private names only on the script's own objects (a facade's are its internals)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         raise SecurityViolation(f"access to the private attribute {name!r} is not allowed")
@@ -351,6 +348,15 @@ class Guards:
         kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
         raise SecurityViolation(f"{kind} objects cannot be modified from scripts")
 
+    def write_private(self, obj: Any, name: str) -> Any:
+        """``obj._name = v``: the script's own private names on its own objects; a host
+        object's are its internals (a queue's deque, a logger's handlers), even where its
+        public attributes may be set."""
+        if type(obj) not in PLAIN_TYPES and not owns_private_name(obj, name):
+            kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+            raise SecurityViolation(f"the private attribute {name!r} of {kind} cannot be set")
+        return self.write(obj)
+
     def write_instance(self, obj: Any) -> Any:
         """``obj.__repr__ = f``: on the script's own instances, where a dunder is plain data
         (operators read the class's); on the script's own classes (a class decorator's
@@ -365,14 +371,17 @@ class Guards:
             setattr(self.write_instance(obj), name, value)
             return
         check_settable(name)
-        setattr(self.write(obj), name, value)
+        setattr(self._writable_for(obj, name), name, value)
 
     def delattr(self, obj: Any, name: str) -> None:
         if type(name) is str and name in CLASS_BODY_DUNDERS:
             delattr(self.write_instance(obj), name)
             return
         check_settable(name)  # what may be set may be deleted: public and private names
-        delattr(self.write(obj), name)
+        delattr(self._writable_for(obj, name), name)
+
+    def _writable_for(self, obj: Any, name: str) -> Any:
+        return self.write_private(obj, name) if name[:1] == "_" else self.write(obj)
 
     # Size-guarded operators -----------------------------------------------------------
 
@@ -1007,6 +1016,7 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
         "_mod_": mod,
         "_write_": write,
         "_write_instance_": guards.write_instance,
+        "_write_private_": guards.write_private,
         "_floordiv_": guards.floordiv,
     }
 

@@ -230,6 +230,31 @@ def is_writable(obj: Any) -> bool:
     return is_script_class(kind)
 
 
+def owns_private_name(obj: Any, name: str) -> bool:
+    """Is ``obj._name`` the script's own: on its objects (their own attributes, or what its
+    class statements bound) and its classes, never what a host class defines?
+
+    A host class's ``_name`` is its internals: a facade's state (a logger's session, a
+    queue's deque) or a host method that would run with a script object as receiver (a
+    ``Counter`` subclass's ``_keep_positive``). Writable host types are no exception.
+    """
+    if isinstance(obj, type):
+        if obj not in SCRIPT_CLASSES:
+            return False
+        mro = obj.__mro__
+    else:
+        kind = type(obj)
+        if not (is_script_class(kind) or kind is types.SimpleNamespace):
+            return False
+        if name in getattr(obj, "__dict__", ()):  # set on the object by the script
+            return True
+        mro = kind.__mro__
+    for klass in mro:
+        if name in vars(klass):
+            return klass in SCRIPT_CLASSES
+    return True  # missing: CPython's AttributeError, or the script's own __getattr__
+
+
 def _is_shared(kind: type, name: str) -> bool:
     for klass in kind.__mro__:
         if name in vars(klass):
@@ -257,6 +282,7 @@ __all__ = [
     "is_script_function",
     "is_shared_container",
     "is_writable",
+    "owns_private_name",
     "readable_names",
     "real_base",
     "register_base",

@@ -314,7 +314,13 @@ class CodeActPolicy(RestrictingNodeTransformer):
                 call = _call("_getattr_", node.value, ast.Constant(self._mangled(node.attr)))
                 copy_locations(call, node)
                 return call
-            node.value = _call("_write_", node.value)
+            if node.attr[:1] == "_":  # a host object's _names are its internals
+                writer = _call(
+                    "_write_private_", node.value, ast.Constant(self._mangled(node.attr))
+                )
+            else:
+                writer = _call("_write_", node.value)
+            node.value = writer
             copy_locations(node.value, node)
             return node
         if node.attr in CLASS_BODY_DUNDERS and isinstance(node.ctx, ast.Store | ast.Del):

@@ -82,6 +82,7 @@ from ._everyday import (
     Decimal as ScriptDecimal,
 )
 from ._facade import Facade, pick
+from ._logging import logging_facade
 from ._names import DEFAULT_MODULES
 from ._regex import re_members
 from ._shake import shake_128, shake_256
@@ -646,7 +647,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
-        *("traceback", "dataclasses"),
+        *("traceback", "dataclasses", "logging"),
     }
 )
 if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
@@ -725,6 +726,7 @@ def session_facades(
     facades["asyncio"] = asyncio_facade(guards)
     facades.update(session_system_facades(guards, environ or {}))
     facades["traceback"] = traceback_facade(guards, facades["sys"].stderr)
+    facades["logging"] = logging_facade(guards, facades["sys"].stderr)
     guards.shown[Facade] = guards.opaque_type(Facade, "module")  # names it, builds nothing
     return facades
 

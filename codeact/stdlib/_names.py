@@ -37,6 +37,7 @@ DEFAULT_MODULES = frozenset(
         "itertools",
         "json",
         "keyword",
+        "logging",
         "math",
         "numbers",
         "operator",

@@ -93,6 +93,14 @@ class Runner:
     def reset(self) -> None:
         self.portal.call(self.executor.reset, self.session)
 
+    def renew(self) -> None:
+        """A new session (a new worker, for the process kinds): what the last one's
+        interpreter kept (a CPython worker's configured ``logging``) is gone."""
+        self.close()
+        self.session = f"test-{next(self._numbers)}"
+        if self.kind == "inprocess":
+            self.executor = InProcessExecutor(limits=self.limits)
+
     def close(self) -> None:
         if self.kind == "inprocess":
             self.portal.call(self.executor.aclose)

@@ -16,6 +16,7 @@ import contextlib
 import inspect
 import io
 import json
+import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -32,6 +33,8 @@ from .conftest import CPYTHON_WORKER, EXECUTORS, Runner
 ORACLE = Path(__file__).parent / "oracle"
 MARK = "# === "
 ASYNC_CATEGORY = "async"
+LOGGING_CATEGORY = "logging"
+ROOT = Path(__file__).resolve().parents[2]
 # Where a CPython worker cannot be what a plain exec is, and why.
 CPYTHON_WORKER_DIFFERS = {
     "modules/sys-recursion-limit-default": "the worker's own frames count against CPython's "
@@ -104,7 +107,36 @@ def _awaitable(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def reference(source: str, category: str) -> Behaviour:
-    """The script under CPython: a plain exec (top-level await allowed, as in the sandbox)."""
+    """The script under CPython: a plain exec (top-level await allowed, as in the sandbox).
+
+    A ``logging`` script runs in an interpreter of its own: the module's state is the
+    process's (this one's has pytest's handlers), and what it writes to stderr is printed
+    where the sandbox prints it.
+    """
+    if category == LOGGING_CATEGORY:
+        done = subprocess.run(
+            [sys.executable, "-c", _FRESH_REFERENCE],
+            input=source,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=True,
+        )
+        output, value, error = json.loads(done.stdout)
+        return Behaviour(output, value, error)
+    return _reference_here(source, category)
+
+
+_FRESH_REFERENCE = """
+import json, sys
+from tests.sandbox.test_oracle import _reference_here
+behaviour = _reference_here(sys.stdin.read(), "logging")
+print(json.dumps([behaviour.output, behaviour.value, behaviour.error]))
+"""
+
+
+def _reference_here(source: str, category: str) -> Behaviour:
     tree = ast.parse(source)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
@@ -121,7 +153,12 @@ def reference(source: str, category: str) -> Behaviour:
     error = None
     # CPython's default filters, not the suite's: a script run by the interpreter never
     # sees its ImportWarning (a relative import's "falling back on __name__")
-    with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+    stderr = contextlib.redirect_stderr(printed) if category == LOGGING_CATEGORY else None
+    with (
+        contextlib.redirect_stdout(printed),
+        stderr or contextlib.nullcontext(),
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore", ImportWarning)
         try:
             if code.co_flags & inspect.CO_COROUTINE:
@@ -165,6 +202,8 @@ def test_script_behaves_as_under_cpython(oracle_runner: Runner, key: str) -> Non
         pytest.skip(CPYTHON_WORKER_DIFFERS[key])
     category, source = SCRIPTS[key]
     expected = reference(source, category)
+    if category == LOGGING_CATEGORY and oracle_runner.kind == CPYTHON_WORKER:
+        oracle_runner.renew()  # a fresh interpreter, as the reference had
     oracle_runner.reset()
     assert observed(oracle_runner, source) == expected
 

@@ -34,6 +34,7 @@ from codeact.sandbox._ownership import (
     PLAIN_TYPES,
     READABLE,
     is_script_class,
+    owns_private_name,
 )
 from codeact.sandbox._pending import Pending
 from codeact.stdlib import standard_sandbox
@@ -313,6 +314,17 @@ class GBox(typing.Generic[Item]):
 seeds += [GBox, GBox[int], GBox[int](), GBox.__parameters__, GBox.__mro__, typing.List[GBox]]
 MadeData = dataclasses.make_dataclass('MadeData', [('x', int), ('y', int, 0)], frozen=True)
 seeds += [dataclasses.make_dataclass, MadeData, MadeData(1), vars(MadeData)]
+import io, logging
+log_buffer = io.StringIO()
+log_handler = logging.StreamHandler(log_buffer)
+log_handler.setFormatter(logging.Formatter('{name} {message}', style='{'))
+part_log = logging.getLogger('app.part')
+part_log.addHandler(log_handler)
+part_log.warning('seeded %s', Box())
+seeds += [
+    logging, part_log, part_log.parent, part_log.root, part_log.handlers, log_handler,
+    log_handler.formatter, logging.NullHandler(), logging.getLogger(), type(part_log),
+]
 """
 
 
@@ -486,6 +498,10 @@ def _crawl(
                 continue
             if bare in PROBED_PRIVATE and name != "type()":
                 problems.append(f"{path}.{name}: a stand-in's private name reached")
+                continue
+            if bare[:1] == "_" and bare[1:2] != "_" and not owns_private_name(obj, bare):
+                # a host object's internals (a queue's deque, a Counter's _keep_positive)
+                problems.append(f"{path}.{name}: a host object's private name reached")
                 continue
             queue.append((f"{path}.{name}", value))
     return reached, problems

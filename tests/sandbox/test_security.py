@@ -208,6 +208,58 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("tool-construct", "type(add)('x', (), print)('leak')", SEC),
     ("tool-format", "'{0._dispatch}'.format(add)", SEC),
     ("tool-deepcopy", "import copy\ncopy.deepcopy(add)._dispatch", SEC),
+    # A host object's _names are its internals, also where its public ones may be set
+    ("host-private-method", "import collections\ncollections.Counter()._keep_positive", SEC),
+    (
+        "host-private-on-script-subclass",
+        "import collections\nclass C(collections.Counter):\n    pass\nC()._keep_positive()",
+        SEC,
+    ),
+    (
+        "host-private-class-marker",
+        "import collections.abc\nclass M(collections.abc.MutableMapping):\n    pass\n"
+        "M._MutableMapping__marker",
+        SEC,
+    ),
+    ("host-private-write", "import queue\nq = queue.Queue()\nq._items = [1]", SEC),
+    ("host-private-setattr", "import queue\nsetattr(queue.Queue(), '_items', [])", SEC),
+    (
+        "host-private-pattern",
+        "import queue\nmatch queue.Queue():\n    case object(_items=i):\n        i",
+        SEC,
+    ),
+    # logging: a format's widths are checked as a script's own % and strftime are
+    (
+        "logging-format-width",
+        "import logging\nlogging.basicConfig(format='%(message)999999999s')\nlogging.warning('x')",
+        LIMIT,
+    ),
+    (
+        "logging-date-width",
+        "import logging\nlogging.basicConfig(format='%(asctime)s', datefmt='%9999999Y')\n"
+        "logging.warning('x')",
+        LIMIT,
+    ),
+    (
+        "logging-brace-width",
+        "import logging\nlogging.basicConfig(format='{message:>999999999}', style='{')\n"
+        "logging.warning('x')",
+        LIMIT,
+    ),
+    # logging: the session behind a logger, the class that would build one without it
+    ("logging-session", "import logging\nlogging.getLogger('a')._session.guards", SEC),
+    ("logging-logger-class", "import logging\ntype(logging.root)('x')", SEC),
+    (
+        "logging-host-method-on-script",
+        "import logging\nclass X:\n    pass\nlogging.StreamHandler.setLevel(X(), 10)",
+        SEC,
+    ),
+    (
+        "logging-formatter-callback",
+        "import logging\nclass F:\n    def _text(self, session, record):\n        return session\n"
+        "h = logging.StreamHandler()\nh.formatter = F()",
+        RUN,
+    ),
 ]
 
 
