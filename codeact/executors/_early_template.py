@@ -21,7 +21,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 
 from ._worker_environment import (
@@ -32,9 +31,6 @@ from ._worker_environment import (
 )
 
 UNCLAIMED_SECONDS = 60.0
-# A template is taken over only while this much of its time is left: a late take-over
-# never races the close.
-CLAIM_MARGIN_SECONDS = 5.0
 
 TemplateProcess = tuple[subprocess.Popen[bytes], socket.socket]
 
@@ -85,10 +81,8 @@ class _Early:
         self.command = command
         self.environment = environment
         self.owner = os.getpid()
-        self.started = time.monotonic()
         self._lock = threading.Lock()
         self._held: TemplateProcess | None = spawn_template(command, environment)
-        self.unclaimed_seconds = unclaimed_seconds
         self._timer = threading.Timer(unclaimed_seconds, self.close)
         self._timer.daemon = True
         self._timer.name = "codeact-early-template"
@@ -99,13 +93,12 @@ class _Early:
             return None
         if list(command) != self.command or environment != self.environment:
             return None
-        with self._lock:
+        with self._lock:  # taken once, or closed once: whichever comes first
             held, self._held = self._held, None
         if held is None:
             return None
         self._timer.cancel()
-        left = self.unclaimed_seconds - (time.monotonic() - self.started)
-        if held[0].poll() is not None or left < CLAIM_MARGIN_SECONDS:
+        if held[0].poll() is not None:  # it died: the executor starts its own
             _close(held)
             return None
         return held
