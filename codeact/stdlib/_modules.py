@@ -95,10 +95,34 @@ MAX_RANDOM_BITS = 1 << 24
 
 
 class Counter(collections.Counter[Any]):
-    """``collections.Counter`` whose ``elements()`` can be interrupted."""
+    """``collections.Counter`` whose ``elements()`` can be interrupted, and whose arithmetic
+    makes counters of this class (CPython's makes ``collections.Counter``, which scripts do
+    not hold: ``(a - b).get(k)`` would be refused)."""
 
     def elements(self) -> Iterator[Any]:
         return ticking(super().elements())
+
+    def __add__(self, other: Any) -> Any:
+        return _ours(super().__add__(other))
+
+    def __sub__(self, other: Any) -> Any:
+        return _ours(super().__sub__(other))
+
+    def __or__(self, other: Any) -> Any:
+        return _ours(super().__or__(other))
+
+    def __and__(self, other: Any) -> Any:
+        return _ours(super().__and__(other))
+
+    def __pos__(self) -> Any:
+        return _ours(super().__pos__())
+
+    def __neg__(self) -> Any:
+        return _ours(super().__neg__())
+
+
+def _ours(result: Any) -> Any:
+    return result if result is NotImplemented else Counter(result)
 
 
 class ScriptRandom(random.Random):
