@@ -341,6 +341,10 @@ class Guards:
         """Let a script change its own objects and plain containers, nothing else."""
         if is_writable(obj):
             return obj
+        if is_script_function(obj):
+            # wrapper.calls = 0: a public attribute of the script's own function (no host
+            # code reads one; private names and dunders are refused before this)
+            return obj
         if type(obj) in PLAIN_TYPES:
             # (1).x = 2, t[0] = 1: exact builtins have no attribute or item a write could
             # reach, so CPython's own AttributeError or TypeError says no

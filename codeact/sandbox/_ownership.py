@@ -198,6 +198,10 @@ def readable_names(obj: Any) -> frozenset[str] | bool | None:
         return False
     if isinstance(obj, BaseException):  # an error's fields are the data it carries
         return None
+    if is_script_function(obj):
+        # what the script set on its own function (wrapper.calls): a function type has
+        # no public name of its own, so any other is CPython's AttributeError
+        return None
     return False
 
 

@@ -585,6 +585,7 @@ def _register_readable_types() -> None:
         datetime.timedelta,
         datetime.timezone,
         decimal.Decimal,
+        type(decimal.Decimal(1).as_tuple()),  # DecimalTuple: sign, digits, exponent
         fractions.Fraction,
         script_fractions.Fraction,
         regex.RegexFlag,

@@ -228,6 +228,11 @@ ATTACKS: list[tuple[str, str, str]] = [
         "import queue\nmatch queue.Queue():\n    case object(_items=i):\n        i",
         SEC,
     ),
+    # A script's own function carries the public attributes it sets, and nothing more
+    ("host-function-attribute", "import json\njson.dumps.x = 1", SEC),
+    ("script-function-private", "def f():\n    pass\nf._is_coroutine = True", SEC),
+    ("script-function-setattr-dunder", "def f():\n    pass\nsetattr(f, '__code__', None)", SEC),
+    ("script-function-globals", "def f():\n    pass\nf.x = 1\ngetattr(f, '__globals__')", SEC),
     # logging: a format's widths are checked as a script's own % and strftime are
     (
         "logging-format-width",
