@@ -650,6 +650,14 @@ class Sandbox:
             raise ModuleNotFoundError(
                 f"No module named {name!r} in scripts (importable: {importable})", name=name
             )
+        for wanted in fromlist or ():
+            # from typing import get_type_hints: said here, naming the module (CPython's
+            # own words would name none: a facade has no __name__, on purpose)
+            if type(wanted) is str and wanted != "*" and not hasattr(facade, wanted):
+                raise ImportError(
+                    f"cannot import name {wanted!r} from {name!r} (not offered to scripts)",
+                    name=name,
+                )
         return facade
 
     # Errors --------------------------------------------------------------------------------

@@ -585,7 +585,10 @@ def _register_readable_types() -> None:
         datetime.timedelta,
         datetime.timezone,
         decimal.Decimal,
+        # named tuples of plain values that offered functions return
         type(decimal.Decimal(1).as_tuple()),  # DecimalTuple: sign, digits, exponent
+        type(datetime.date(2024, 1, 1).isocalendar()),  # IsoCalendarDate: year, week, weekday
+        type(statistics.linear_regression([1, 2], [1, 2])),  # LinearRegression: slope, intercept
         fractions.Fraction,
         script_fractions.Fraction,
         regex.RegexFlag,

@@ -167,3 +167,22 @@ def test_tool_calls_are_listed_with_their_status(run: Callable[[str], ScriptOutc
         ("fail", False, "TOOL_ERROR"),
         ("record", True, None),
     ]
+
+
+def test_a_name_a_module_does_not_offer_is_an_import_error_naming_both(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    outcome = run("from typing import List, get_type_hints")
+    assert outcome.error is not None
+    assert outcome.error.message == (
+        "ImportError: cannot import name 'get_type_hints' from 'typing' (not offered to scripts)"
+    )
+    fallback = run(
+        "try:\n    from json import nope\nexcept ImportError as error:\n"
+        "    found = (error.name, str(error))\nfrom collections import abc, Counter\nfound"
+    )
+    assert fallback.error is None
+    assert fallback.value == [
+        "json",
+        "cannot import name 'nope' from 'json' (not offered to scripts)",
+    ]
