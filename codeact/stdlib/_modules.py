@@ -604,6 +604,7 @@ def _register_readable_types() -> None:
         dataclasses.InitVar,  # InitVar[int]: the type it was subscripted with, nothing else
         type(hashlib.sha256()),
         type(hashlib.blake2b()),
+        type(hashlib.blake2s()),
         type(iter(())),
         type(iter([])),
         type(iter({})),
@@ -617,6 +618,11 @@ def _register_readable_types() -> None:
         OpaqueType,
     )
     register_readable(ScriptFormatter, names=("format", "format_map", "vformat", "parse"))
+    # an OrderedDict's views, as a dict's: iterated, compared, isdisjoint (never .mapping)
+    register_readable(
+        *(type(getattr(collections.OrderedDict(), view)()) for view in ("keys", "values", "items")),
+        names=("isdisjoint",),
+    )
     register_readable(SingleDispatch, names=("register", "dispatch", "registry"))
     register_readable(
         JSONEncoder,
