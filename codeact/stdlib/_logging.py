@@ -15,7 +15,6 @@ callback) is not offered: a script subclasses no class of this module.
 from __future__ import annotations
 
 import string
-import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from ..sandbox._compiler import SCRIPT_FILENAME
 from ..sandbox._guards import Guards
 from ..sandbox._ownership import register_readable
+from ._caller import script_caller
 from ._everyday import _strftime
 from ._facade import Facade
 from ._recorded import now_seconds
@@ -393,7 +393,7 @@ class Logger:
         stacklevel: Any = 1,
     ) -> None:
         session = self._session
-        line, function = _script_caller(stacklevel if type(stacklevel) is int else 1)
+        line, function = script_caller(stacklevel if type(stacklevel) is int else 1)
         created = now_seconds()
         fields: dict[str, Any] = {
             "name": self.name,
@@ -457,21 +457,6 @@ class Logger:
 
 
 _LAST_RESORT = StreamHandler()
-
-
-def _script_caller(stacklevel: int) -> tuple[int, str]:
-    """The line and function of the script frame that logged (``stacklevel`` script frames
-    up), as CPython's findCaller gives them; frames are read here, never handed out."""
-    frame = sys._getframe(1)
-    found: tuple[int, str] | None = None
-    while frame is not None:
-        if frame.f_code.co_filename == SCRIPT_FILENAME:
-            found = (frame.f_lineno, frame.f_code.co_name)
-            stacklevel -= 1
-            if stacklevel <= 0:
-                return found
-        frame = frame.f_back  # type: ignore[assignment]
-    return found or (0, "(unknown function)")
 
 
 def logging_facade(guards: Guards, stderr: Any) -> Facade:

@@ -89,6 +89,7 @@ from ._shake import shake_128, shake_256
 from ._system import STATIC_SYSTEM_FACADES, session_system_facades
 from ._traceback import traceback_facade
 from ._typing import typing_members
+from ._warnings import warnings_facade
 
 MAX_FACTORIAL = 20_000
 MAX_RANDOM_BITS = 1 << 24
@@ -681,7 +682,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
-        *("traceback", "dataclasses", "logging"),
+        *("traceback", "dataclasses", "logging", "warnings"),
     }
 )
 if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
@@ -761,6 +762,7 @@ def session_facades(
     facades.update(session_system_facades(guards, environ or {}))
     facades["traceback"] = traceback_facade(guards, facades["sys"].stderr)
     facades["logging"] = logging_facade(guards, facades["sys"].stderr)
+    facades["warnings"] = warnings_facade(facades["sys"].stderr, facades["re"])
     guards.shown[Facade] = guards.opaque_type(Facade, "module")  # names it, builds nothing
     return facades
 

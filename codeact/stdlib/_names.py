@@ -64,6 +64,7 @@ DEFAULT_MODULES = frozenset(
         "urllib",
         "urllib.parse",
         "uuid",
+        "warnings",
         "zlib",
     }
 )

@@ -171,6 +171,31 @@ def test_no_session_changes_a_module_another_session_uses() -> None:
     assert second.run("import json\njson.dumps({'a': 1})").value == '{"a": 1}'
 
 
+def test_logging_and_warnings_configured_in_one_session_leave_the_next_as_new() -> None:
+    first, second = standard_sandbox(), standard_sandbox()
+    configure = (
+        "import logging, warnings\n"
+        "logging.basicConfig(level=logging.DEBUG, format='first %(message)s')\n"
+        "logging.getLogger('shared').setLevel(logging.ERROR)\n"
+        "warnings.simplefilter('ignore')\n"
+        "logging.debug('configured')"
+    )
+    assert first.run(configure).output == "first configured\n"
+    probe = (
+        "import logging, warnings\n"
+        "logging.debug('hidden at WARNING')\n"
+        "logging.warning('shown')\n"
+        "warnings.warn('also shown')\n"
+        "logging.getLogger('shared').getEffectiveLevel()"
+    )
+    outcome = second.run(probe)
+    assert outcome.error is None
+    assert outcome.output == "WARNING:root:shown\n<script>:4: UserWarning: also shown\n"
+    assert outcome.value == 30
+    second.reset()  # and a reset session starts over too
+    assert second.run(probe).output == outcome.output
+
+
 FIRST_AND_LATER = """
 from codeact.stdlib import standard_sandbox
 from tests.sandbox.test_object_model import GENERATOR_FRAME

@@ -33,7 +33,9 @@ from .conftest import CPYTHON_WORKER, EXECUTORS, Runner
 ORACLE = Path(__file__).parent / "oracle"
 MARK = "# === "
 ASYNC_CATEGORY = "async"
-LOGGING_CATEGORY = "logging"
+# Scripts of these categories change what the process keeps (logging's handlers, warnings'
+# filters) and write to stderr: each is judged against an interpreter of its own.
+FRESH_CATEGORIES = frozenset({"logging", "warnings"})
 ROOT = Path(__file__).resolve().parents[2]
 # Where a CPython worker cannot be what a plain exec is, and why.
 CPYTHON_WORKER_DIFFERS = {
@@ -109,13 +111,13 @@ def _awaitable(function: Callable[..., Any]) -> Callable[..., Any]:
 def reference(source: str, category: str) -> Behaviour:
     """The script under CPython: a plain exec (top-level await allowed, as in the sandbox).
 
-    A ``logging`` script runs in an interpreter of its own: the module's state is the
-    process's (this one's has pytest's handlers), and what it writes to stderr is printed
-    where the sandbox prints it.
+    A ``logging`` or ``warnings`` script runs in an interpreter of its own: the module's
+    state is the process's (this one's has pytest's handlers and filters), and what it
+    writes to stderr is printed where the sandbox prints it.
     """
-    if category == LOGGING_CATEGORY:
+    if category in FRESH_CATEGORIES:
         done = subprocess.run(
-            [sys.executable, "-c", _FRESH_REFERENCE],
+            [sys.executable, "-c", _FRESH_REFERENCE, category],
             input=source,
             capture_output=True,
             text=True,
@@ -131,7 +133,7 @@ def reference(source: str, category: str) -> Behaviour:
 _FRESH_REFERENCE = """
 import json, sys
 from tests.sandbox.test_oracle import _reference_here
-behaviour = _reference_here(sys.stdin.read(), "logging")
+behaviour = _reference_here(sys.stdin.read(), sys.argv[1])
 print(json.dumps([behaviour.output, behaviour.value, behaviour.error]))
 """
 
@@ -153,7 +155,7 @@ def _reference_here(source: str, category: str) -> Behaviour:
     error = None
     # CPython's default filters, not the suite's: a script run by the interpreter never
     # sees its ImportWarning (a relative import's "falling back on __name__")
-    stderr = contextlib.redirect_stderr(printed) if category == LOGGING_CATEGORY else None
+    stderr = contextlib.redirect_stderr(printed) if category in FRESH_CATEGORIES else None
     with (
         contextlib.redirect_stdout(printed),
         stderr or contextlib.nullcontext(),
@@ -202,7 +204,7 @@ def test_script_behaves_as_under_cpython(oracle_runner: Runner, key: str) -> Non
         pytest.skip(CPYTHON_WORKER_DIFFERS[key])
     category, source = SCRIPTS[key]
     expected = reference(source, category)
-    if category == LOGGING_CATEGORY and oracle_runner.kind == CPYTHON_WORKER:
+    if category in FRESH_CATEGORIES and oracle_runner.kind == CPYTHON_WORKER:
         oracle_runner.renew()  # a fresh interpreter, as the reference had
     oracle_runner.reset()
     assert observed(oracle_runner, source) == expected

@@ -325,6 +325,11 @@ seeds += [
     logging, part_log, part_log.parent, part_log.root, part_log.handlers, log_handler,
     log_handler.formatter, logging.NullHandler(), logging.getLogger(), type(part_log),
 ]
+import warnings
+with warnings.catch_warnings(record=True) as caught_warnings:
+    warnings.simplefilter('always')
+    warnings.warn('seeded', RuntimeWarning)
+seeds += [warnings, caught_warnings, caught_warnings[0], warnings.catch_warnings()]
 """
 
 

@@ -233,6 +233,14 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("script-function-private", "def f():\n    pass\nf._is_coroutine = True", SEC),
     ("script-function-setattr-dunder", "def f():\n    pass\nsetattr(f, '__code__', None)", SEC),
     ("script-function-globals", "def f():\n    pass\nf.x = 1\ngetattr(f, '__globals__')", SEC),
+    # warnings: the session's filters behind its context manager
+    ("warnings-session", "import warnings\nwarnings.catch_warnings()._session.filters", SEC),
+    (
+        "warnings-record-internals",
+        "import warnings\nwith warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.warn('x')\nw[0].__class__.__init__(w[0], 1, 2, 3)",
+        SEC,
+    ),
     # logging: a format's widths are checked as a script's own % and strftime are
     (
         "logging-format-width",
