@@ -8,8 +8,9 @@ starting one. One that nobody takes over within ``UNCLAIMED_SECONDS`` is closed.
 
 Never started where it could not be taken over or would outlive its purpose: in a worker
 or a template (their environment turns it off), in a thread other than the main one (a
-template's parent-death signal is the spawning thread's), where templates cannot run, or
-when ``CODEACT_EARLY_TEMPLATE=0``. A process forked from the host never takes over its
+template's parent-death signal is the spawning thread's), where templates cannot run,
+where ``sys.executable`` is not a Python interpreter (an embedding host), or when
+``CODEACT_EARLY_TEMPLATE=0``. A process forked from the host never takes over its
 parent's template.
 """
 
@@ -128,7 +129,9 @@ def start_early_template() -> None:
         return
     if threading.current_thread() is not threading.main_thread():
         return
-    if not available():
+    # an embedding host (a server binary, an application with Python inside) may name
+    # itself as sys.executable: its first executor finds out, not its import
+    if not os.path.basename(sys.executable).startswith("python") or not available():
         return
     # on failure the first executor starts one as usual, and reports what went wrong
     with contextlib.suppress(OSError):

@@ -147,6 +147,11 @@ def test_an_executor_with_another_worker_environment_starts_its_own_template() -
     [
         ("turned off", "import codeact", "0"),
         (
+            "an embedding host's executable is not python",
+            "import sys\nsys.executable = '/usr/bin/env'\nimport codeact",
+            None,
+        ),
+        (
             "imported off the main thread",
             """
             import threading
