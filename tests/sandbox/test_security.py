@@ -233,6 +233,9 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("script-function-private", "def f():\n    pass\nf._is_coroutine = True", SEC),
     ("script-function-setattr-dunder", "def f():\n    pass\nsetattr(f, '__code__', None)", SEC),
     ("script-function-globals", "def f():\n    pass\nf.x = 1\ngetattr(f, '__globals__')", SEC),
+    # the facade classes are every session's: never written
+    ("logging-class-write", "import logging\nlogging.StreamHandler.terminator = ''", SEC),
+    ("logging-class-setattr", "import logging\nsetattr(logging.Formatter, 'usesTime', len)", SEC),
     # warnings: the session's filters behind its context manager
     ("warnings-session", "import warnings\nwarnings.catch_warnings()._session.filters", SEC),
     (
