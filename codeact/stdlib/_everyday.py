@@ -41,6 +41,7 @@ import operator
 import pprint
 import re
 import secrets
+import shlex
 import time
 import tomllib
 import types
@@ -151,6 +152,23 @@ def _sleep(seconds: float) -> None:
         if left <= 0:
             return
         time.sleep(min(left, MAX_SLEEP_SLICE))
+
+
+def _shlex_split(s: Any, comments: bool = False, posix: bool = True) -> list[str]:
+    """``shlex.split`` of a string only: given None, CPython's reads standard input."""
+    if type(s) is not str:
+        raise TypeError(f"shlex.split takes a string in scripts, not {type(s).__name__}")
+    return shlex.split(s, comments=bool(comments), posix=bool(posix))
+
+
+def _shlex_quote(s: Any) -> str:
+    if type(s) is not str:
+        raise TypeError(f"expected string or bytes-like object, got {type(s).__name__!r}")
+    return shlex.quote(s)
+
+
+def _shlex_join(split_command: Any) -> str:
+    return " ".join(_shlex_quote(arg) for arg in split_command)
 
 
 def _strftime(template: str, *when: Any) -> str:
@@ -595,6 +613,9 @@ def static_everyday_facades() -> dict[str, Facade]:
         ),
         "tomllib": Facade("tomllib", pick(tomllib, "loads load TOMLDecodeError")),
         "html": Facade("html", pick(html, "escape unescape")),
+        "shlex": Facade(
+            "shlex", {"split": _shlex_split, "quote": _shlex_quote, "join": _shlex_join}
+        ),
         "calendar": Facade(
             "calendar",
             {

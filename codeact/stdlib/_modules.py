@@ -84,7 +84,7 @@ from ._everyday import (
 from ._facade import Facade, pick
 from ._logging import logging_facade
 from ._names import DEFAULT_MODULES
-from ._regex import re_members
+from ._regex import fnmatch_members, re_members
 from ._shake import shake_128, shake_256
 from ._system import STATIC_SYSTEM_FACADES, session_system_facades
 from ._traceback import traceback_facade
@@ -682,7 +682,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
-        *("traceback", "dataclasses", "logging", "warnings"),
+        *("traceback", "dataclasses", "logging", "warnings", "fnmatch"),
     }
 )
 if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
@@ -743,6 +743,7 @@ def session_facades(
         },
     )
     facades["re"] = Facade("re", re_members(guards))
+    facades["fnmatch"] = Facade("fnmatch", fnmatch_members(facades["re"]))
     facades["dataclasses"] = Facade(
         "dataclasses",
         {

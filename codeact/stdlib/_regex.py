@@ -13,6 +13,7 @@ subclass (which would outlive its session there).
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable
 from typing import Any
 
@@ -166,4 +167,32 @@ for _name in MATCHING:
     register_host_method(regex.Pattern, _name, _pattern_method(_name))
 register_host_method(regex.Match, "expand", _sized_expand)
 
-__all__ = ["re_members"]
+
+def fnmatch_members(re_facade: Any) -> dict[str, Any]:
+    """``fnmatch`` for one session: CPython's translation of a shell pattern, matched with
+    the session's ``re`` (bounded in time; the real module caches compiled patterns for
+    the process, in a table of its own)."""
+
+    def fnmatchcase(name: Any, pat: Any) -> bool:
+        if type(name) is not str or type(pat) is not str:
+            raise TypeError("fnmatch takes a name and a pattern as strings in scripts")
+        return re_facade.match(fnmatch.translate(pat), name) is not None
+
+    def filter_names(names: Any, pat: Any) -> list[str]:
+        return [name for name in names if fnmatchcase(name, pat)]
+
+    def translate(pat: Any) -> str:
+        if type(pat) is not str:
+            raise TypeError("fnmatch.translate takes a pattern as a string in scripts")
+        return fnmatch.translate(pat)
+
+    # POSIX: a name's case is its own, so fnmatch is fnmatchcase
+    return {
+        "fnmatch": fnmatchcase,
+        "fnmatchcase": fnmatchcase,
+        "filter": filter_names,
+        "translate": translate,
+    }
+
+
+__all__ = ["fnmatch_members", "re_members"]

@@ -233,6 +233,9 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("script-function-private", "def f():\n    pass\nf._is_coroutine = True", SEC),
     ("script-function-setattr-dunder", "def f():\n    pass\nsetattr(f, '__code__', None)", SEC),
     ("script-function-globals", "def f():\n    pass\nf.x = 1\ngetattr(f, '__globals__')", SEC),
+    # shlex.split(None) reads standard input in CPython: a string only here
+    ("shlex-split-none", "import shlex\nshlex.split(None)", RUN),
+    ("fnmatch-not-a-string", "import fnmatch\nfnmatch.fnmatch(b'x', b'*')", RUN),
     # the facade classes are every session's: never written
     ("logging-class-write", "import logging\nlogging.StreamHandler.terminator = ''", SEC),
     ("logging-class-setattr", "import logging\nsetattr(logging.Formatter, 'usesTime', len)", SEC),
