@@ -78,7 +78,6 @@ _HEAP_TYPE = 1 << 9
 _OWN_MODULES = ("codeact.", "stdlib_bindings")
 MAX_MODULUS_BITS = 65_536
 MAX_MODPOW_WORK = 1 << 28
-_PLAIN = (list, dict, set, bytearray)
 _PERCENT_SPEC = re.compile(rb"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 _FORMAT_NUMBERS = re.compile(r"\d+")
 

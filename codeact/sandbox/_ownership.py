@@ -250,7 +250,11 @@ def owns_private_name(obj: Any, name: str) -> bool:
         kind = type(obj)
         if not (is_script_class(kind) or kind is types.SimpleNamespace):
             return False
-        if name in getattr(obj, "__dict__", ()):  # set on the object by the script
+        try:  # never the script's __getattr__: a guard's question runs no script code
+            own = object.__getattribute__(obj, "__dict__")
+        except AttributeError:  # slotted
+            own = None
+        if type(own) is dict and name in own:  # set on the object by the script
             return True
         mro = kind.__mro__
     for klass in mro:
