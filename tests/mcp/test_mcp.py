@@ -263,3 +263,64 @@ async def test_a_server_on_the_cpython_interpreter_runs_numpy_scripts_for_a_clie
             assert result.structured_content["result"] == [4, 6]  # type: ignore[index]
             again = await client.call_tool("run_code", {"code": "int(kept.sum())"})
             assert again.structured_content["result"] == 10  # type: ignore[index]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # gone
+        return False
+
+
+def _processes_with(marker: bytes) -> set[int]:
+    """Living processes whose environment holds ``marker``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes():
+                found.add(int(entry.name))
+        except OSError:
+            continue
+    return {pid for pid in found if _alive(pid)}
+
+
+def _children_of(pids: set[int]) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if any(f"\nPPid:\t{pid}\n" in status for pid in pids):
+            found.add(int(entry.name))
+    return {pid for pid in found if _alive(pid)}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28, and the handshake
+async def test_a_stdio_server_with_the_early_template_serves_from_workers_and_leaves_nothing(
+    mode: str,
+) -> None:
+    tag = f"{os.getpid()}-{mode}"
+    environment = {k: v for k, v in os.environ.items() if k != "CODEACT_EARLY_TEMPLATE"}
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "codeact", "serve-mcp", "--mode", "code", "--tools", "tests.cli_tools:TOOLS"],
+        env={**environment, "PYTHONPATH": str(REPO), "CODEACT_TEST_SERVER": tag},
+    )
+    marker = f"CODEACT_TEST_SERVER={tag}".encode()
+    with anyio.fail_after(120):
+        async with Client(parameters, mode=mode) as client:
+            result = await client.call_tool("run_code", {"code": "double(21)"})
+            assert not result.is_error, result
+            assert result.structured_content is not None
+            assert result.structured_content["result"] == 42
+            servers = _processes_with(marker)
+            assert len(servers) == 1  # the server: its template and workers have their own env
+            spawned = _children_of(servers)
+            assert spawned  # the template started at import, taken over by the server
+            forked = _children_of(spawned)
+            assert forked  # the session's worker, forked from it
+        # the client closed the server: nothing it started outlives it
+        while _processes_with(marker) or any(_alive(pid) for pid in spawned | forked):
+            await anyio.sleep(0.05)
