@@ -318,9 +318,52 @@ async def test_a_stdio_server_with_the_early_template_serves_from_workers_and_le
             servers = _processes_with(marker)
             assert len(servers) == 1  # the server: its template and workers have their own env
             spawned = _children_of(servers)
-            assert spawned  # the template started at import, taken over by the server
+            # one template: the one started at import, taken over (a second would leave it)
+            assert [_is_template(pid) for pid in spawned] == [True]
             forked = _children_of(spawned)
             assert forked  # the session's worker, forked from it
         # the client closed the server: nothing it started outlives it
         while _processes_with(marker) or any(_alive(pid) for pid in spawned | forked):
+            await anyio.sleep(0.05)
+
+
+def _is_template(pid: int) -> bool:
+    try:
+        return b"codeact.executors._template" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28, and the handshake
+async def test_an_http_server_with_the_early_template_counts_its_workers_and_leaves_nothing(
+    mode: str,
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = {k: v for k, v in os.environ.items() if k != "CODEACT_EARLY_TEMPLATE"}
+    command = [sys.executable, "-m", "codeact", "serve-mcp", "--mode", "code", "--tools"]
+    command += ["tests.cli_tools:TOOLS", "--http", f"127.0.0.1:{port}"]
+    process = await anyio.open_process(command, env={**environment, "PYTHONPATH": str(REPO)})
+    try:
+        await wait_until_listening(port)
+        before = _children_of({process.pid})
+        # before any client: the template started at import, taken over and prepared
+        assert [_is_template(pid) for pid in before] == [True]
+        with anyio.fail_after(120):
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode=mode) as client:
+                result = await client.call_tool("run_code", {"code": "double(21)"})
+                assert not result.is_error, result
+                assert result.structured_content is not None
+                assert result.structured_content["result"] == 42
+                assert _children_of({process.pid}) == before  # no second template
+                workers = _children_of(before)
+                assert workers  # the session's worker (and the warm spare), forked from it
+    finally:
+        process.terminate()
+        await process.wait()
+        await process.aclose()
+    with anyio.fail_after(60):  # the server stopped: its template and workers with it
+        while any(_alive(pid) for pid in before | workers):
             await anyio.sleep(0.05)
