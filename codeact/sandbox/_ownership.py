@@ -248,7 +248,8 @@ def owns_private_name(obj: Any, name: str) -> bool:
         mro = obj.__mro__
     else:
         kind = type(obj)
-        if not (is_script_class(kind) or kind is types.SimpleNamespace):
+        # the common case first: an instance of a class the script's statement made
+        if not (kind in SCRIPT_CLASSES or kind is types.SimpleNamespace or is_script_class(kind)):
             return False
         try:  # never the script's __getattr__: a guard's question runs no script code
             own = object.__getattribute__(obj, "__dict__")

@@ -39,8 +39,10 @@ _LEVEL_NAMES = {
 }
 BASIC_FORMAT = "%(levelname)s:%(name)s:%(message)s"
 _DEFAULT_FORMATS = {"%": "%(message)s", "{": "{message}", "$": "${message}"}
-# What a format may name (CPython's LogRecord attributes a script's record can have).
+# How a format in each style asks for the record's time (then it is formatted).
 _ASKS_TIME = {"%": "%(asctime)", "{": "{asctime", "$": "asctime"}
+# The level names setLevel knows; a session adds its own (addLevelName) to a copy.
+_STANDARD_LEVELS = {name: level for level, name in _LEVEL_NAMES.items()}
 
 
 class _Session:
@@ -52,8 +54,7 @@ class _Session:
         self.started = now_seconds()
         self.disabled_below = NOTSET  # logging.disable: this level and below are dropped
         self.level_names = dict(_LEVEL_NAMES)
-        self.name_levels = {name: level for level, name in _LEVEL_NAMES.items()}
-        self.name_levels["WARN"], self.name_levels["FATAL"] = WARNING, CRITICAL
+        self.name_levels = {**_STANDARD_LEVELS, "WARN": WARNING, "FATAL": CRITICAL}
         self.root = Logger(self, "root", WARNING)
         self.loggers: dict[str, Logger] = {}
 
@@ -98,9 +99,6 @@ def _checked_level(level: Any, names: Mapping[str, int]) -> int:
             raise ValueError(f"Unknown level: {level!r}")
         return names[level]
     raise TypeError(f"Level not an integer or a valid string: {level!r}")
-
-
-_STANDARD_LEVELS = {name: level for level, name in _LEVEL_NAMES.items()}
 
 
 def _is_above(parent: Logger | None, made: Logger) -> bool:
@@ -195,8 +193,8 @@ class Handler:
 
     __slots__ = ("formatter", "level", "terminator")
 
-    def __init__(self, level: Any = NOTSET) -> None:
-        self.level = level if isinstance(level, int) else NOTSET
+    def __init__(self) -> None:
+        self.level = NOTSET
         self.formatter: Formatter | None = None
         self.terminator = "\n"
 
