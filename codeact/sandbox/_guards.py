@@ -9,6 +9,7 @@ import enum
 import operator
 import re
 import sys
+import types
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
@@ -75,6 +76,12 @@ _MISSING = object()
 # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or PyType_FromSpec), whose
 # methods may be Python code that trusts its receiver; static builtins check theirs.
 _HEAP_TYPE = 1 << 9
+# Methods only a host type defines (in C); no script can name one to bind it.
+_C_METHODS = (
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+)
 _OWN_MODULES = ("codeact.", "stdlib_bindings")
 MAX_MODULUS_BITS = 65_536
 MAX_MODPOW_WORK = 1 << 28
@@ -228,6 +235,10 @@ class Guards:
         own = vars(defining)[name]
         if isinstance(own, staticmethod | classmethod):  # __new__, __init_subclass__
             own = own.__func__
+        if isinstance(own, _C_METHODS):
+            # a host type's own method, copied onto the script's class by host machinery
+            # (EnumType gives an IntEnum int's __format__): judged as that type's
+            defining = own.__objclass__
         if defining in SCRIPT_CLASSES:
             if is_script_function(own) or type(own) is not FUNCTION_TYPE:
                 # the script's function, or what its class body bound (None, a class)
@@ -528,7 +539,7 @@ class Guards:
         bases, namespace = rest
         for position, (value, kind) in enumerate(((name, str), (bases, tuple), (namespace, dict))):
             if type(value) is not kind:
-                got = type(value).__name__
+                got = "None" if value is None else type(value).__name__  # CPython's words
                 raise TypeError(
                     f"type.__new__() argument {position + 1} must be {kind.__name__}, not {got}"
                 )
@@ -549,7 +560,9 @@ class Guards:
                 or (key in ("__module__", "__qualname__") and type(value) is str)
                 or (key == "__annotations__" and type(value) is dict)
             ):
-                raise SecurityViolation(f"a class made by type() may not bind {key!r}")
+                raise SecurityViolation(
+                    f"a class made by a call (type(), a functional form) may not bind {key!r}"
+                )
             body[key] = value
         return factory(name, bases, body, **keywords)
 

@@ -57,6 +57,7 @@ from ._outcome import (
 from ._ownership import SCOPE_KEY, SCOPE_MARK
 from ._pending import CALLS, Pending, PreviewStop, marked, refuse_forged_mark
 from ._printed import Printed
+from ._script_classes import swap_class_builder
 from ._sealed import seal_module_classes
 from ._transformer import RESULT_NAME
 
@@ -152,9 +153,10 @@ class _RunScope:
     """What holds for the length of one run, in its thread: the first stop made dooms the
     run (see ``stop_in_flight``), and the decimal context is the session's (the thread's
     own restored after: a script's precision never reaches the host's arithmetic, nor
-    another session's, and its exponents stay within what scripts may make)."""
+    another session's, and its exponents stay within what scripts may make), and the
+    classes a module's functional form makes are this session's."""
 
-    __slots__ = ("_sandbox", "_saved")
+    __slots__ = ("_builder", "_sandbox", "_saved")
 
     def __init__(self, sandbox: Sandbox) -> None:
         self._sandbox = sandbox
@@ -165,10 +167,13 @@ class _RunScope:
         if sandbox.decimal_context is None:
             sandbox.decimal_context = sandbox.library.decimal_context()
         decimal.setcontext(sandbox.decimal_context)
+        # a module's functional forms (Enum('Color', 'RED GREEN')) make this session's classes
+        self._builder = swap_class_builder(sandbox.guards.new_class)
         watch_stops()
 
     def __exit__(self, *details: object) -> None:
         unwatch_stops()
+        swap_class_builder(self._builder)
         sandbox = self._sandbox
         current = decimal.getcontext()
         if current is not sandbox.decimal_context:  # the script set one of its own

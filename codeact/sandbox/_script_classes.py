@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import enum
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -51,9 +53,10 @@ class ScriptClassFactory:
         for base in bases:
             builder = CLASS_BUILDERS.get(base)
             if builder is not None:  # class P(NamedTuple): a class of another shape
-                if kwargs:  # the builder's own keywords are host code's to read
-                    raise SecurityViolation(f"class keywords are not allowed for a {name} base")
-                bases, namespace = builder(name, bases, namespace)
+                # the builder's own keywords are host code's to read: each refuses the
+                # ones it does not know
+                bases, namespace = builder(name, bases, namespace, **kwargs)
+                kwargs = {}
                 break
         meta = _metaclass_for(bases)
         if protocol:
@@ -301,6 +304,117 @@ def _has_member(instance: Any, name: str, method: bool) -> bool:
     )
 
 
+class ScriptEnumType(enum.EnumType):
+    """The metaclass of a script's enums: EnumType, but a class is only ever made by the
+    script's class statement or through its session's class builder.
+
+    EnumType's functional form (``Base('Color', {...})``) would make the class itself,
+    from a body no check has seen: a mapping could bind ``__getattribute__`` or
+    ``__del__``. Here it builds the class statement it stands for, through the builder of
+    the session whose script is running (``build_class``).
+    """
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: Any, /, **kw: Any):  # type: ignore[no-untyped-def]
+        # EnumType's own functional form calls this with a body no check has seen
+        if type(namespace.get(_REGISTRAR)) is not _Registrar:
+            raise SecurityViolation("classes are made by the class statement in scripts")
+        return super().__new__(mcs, name, bases, namespace, **kw)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) < 2 and "names" not in kwargs:  # Color(1): the member with that value
+            return super().__call__(*args, **kwargs)
+        return functional_enum(cls, *args, **kwargs)
+
+
+ScriptEnumType.__name__ = ScriptEnumType.__qualname__ = "EnumType"
+
+
+class _Builder(threading.local):
+    """The class builder of the script running in this thread, if one is."""
+
+    new_class: Callable[..., type] | None = None
+
+
+_BUILDER = _Builder()
+
+
+def swap_class_builder(new_class: Callable[..., type] | None) -> Callable[..., type] | None:
+    """Make ``new_class`` this thread's class builder (a run's start and end); returns
+    the one it replaces."""
+    previous = _BUILDER.new_class
+    _BUILDER.new_class = new_class
+    return previous
+
+
+def build_class(name: Any, bases: tuple[type, ...], namespace: dict[str, Any], **kw: Any) -> type:
+    """The class a class statement of the running script would make from ``namespace``
+    (checked as ``type(name, bases, namespace)`` is): for a module's functional forms,
+    ``Enum('Color', 'RED GREEN')`` and ``NamedTuple('P', [('x', int)])``."""
+    new_class = _BUILDER.new_class
+    if new_class is None:  # host code, or another thread: no session to make it for
+        raise SecurityViolation("classes are made by a running script only")
+    return new_class(name, bases, namespace, **kw)
+
+
+def functional_enum(
+    base: type,
+    name: Any,
+    names: Any,
+    *,
+    module: Any = None,
+    qualname: Any = None,
+    type: Any = None,  # EnumType's own keyword: a mixin type
+    start: Any = 1,
+    boundary: Any = None,
+) -> type:
+    """``Enum('Color', 'RED GREEN')``, ``IntEnum('Level', ['LOW', 'HIGH'], start=0)``,
+    ``Flag('Perm', [('R', 4), ('W', 2)])``, ``Enum('Kind', {'A': 'a'})``: the enum a class
+    statement binding those members would make, values as EnumType's own form gives them."""
+    if boundary is not None:  # a class keyword read by EnumType: host code's option
+        raise SecurityViolation("an enum's boundary is not offered in scripts")
+    if builtins_type(start) is not int:  # EnumType adds to it: a script's number would run
+        raise TypeError("an enum's start must be an int")  # its own __add__ in host code
+    namespace: dict[str, Any] = dict(_enum_members(base, names, start))
+    if module is not None:
+        namespace["__module__"] = module
+    if qualname is not None:
+        namespace["__qualname__"] = qualname
+    bases = (base,) if type is None else (type, base)
+    return build_class(name, bases, namespace)
+
+
+def _enum_members(base: type, names: Any, start: Any) -> list[tuple[str, Any]]:
+    # exact types only: a script's str or list subclass would answer these checks itself
+    kind = builtins_type(names)
+    if kind is str:
+        names = names.replace(",", " ").split()
+        kind = list
+    if kind is dict:
+        pairs = list(names.items())
+    elif kind in (list, tuple):
+        if names and builtins_type(names[0]) is str:  # names only: values generated
+            values: list[Any] = []
+            for count, member in enumerate(names):
+                if builtins_type(member) is not str:
+                    raise TypeError("an enum's member names must all be strings")
+                values.append(base._generate_next_value_(member, start, count, values[:]))  # type: ignore[attr-defined]
+            return list(zip(names, values, strict=True))
+        pairs = []
+        for item in names:
+            if builtins_type(item) not in (list, tuple) or len(item) != 2:
+                raise TypeError("an enum's members are names, or (name, value) pairs")
+            pairs.append((item[0], item[1]))
+    else:
+        raise TypeError(f"an enum's members are a string, a list or a dict, not {kind.__name__}")
+    for member, _ in pairs:
+        if builtins_type(member) is not str:
+            raise TypeError("an enum's member names must all be strings")
+    return pairs
+
+
+builtins_type = type  # functional_enum's parameter named ``type`` hides the builtin
+
+
 def _protocol_metaclass(meta: type) -> type:
     if meta in (type, ScriptABCMeta, ScriptProtocolMeta):
         return ScriptProtocolMeta
@@ -329,11 +443,22 @@ def _metaclass_for(bases: tuple[type, ...]) -> type:
             winner = meta
     if winner is abc.ABCMeta:  # a host ABC as a base: the class gets the script's metaclass
         return ScriptABCMeta
-    if winner is not type and not issubclass(winner, ScriptABCMeta) and winner.__module__ != "enum":
+    if winner is enum.EnumType:  # a host enum as a base: the script's enum metaclass
+        return ScriptEnumType
+    if winner is not type and not issubclass(winner, (ScriptABCMeta, ScriptEnumType)):
         raise SecurityViolation(
             f"classes with metaclass {winner.__name__} cannot be defined in scripts"
         )
     return winner
 
 
-__all__ = ["ScriptABCMeta", "ScriptClassFactory", "ScriptProtocolMeta", "runtime_checkable"]
+__all__ = [
+    "ScriptABCMeta",
+    "ScriptClassFactory",
+    "ScriptEnumType",
+    "ScriptProtocolMeta",
+    "build_class",
+    "functional_enum",
+    "runtime_checkable",
+    "swap_class_builder",
+]

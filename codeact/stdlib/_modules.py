@@ -53,6 +53,7 @@ from ..sandbox._ownership import (
     register_host_method,
     register_readable,
 )
+from ..sandbox._script_classes import functional_enum
 from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import (
     MAX_DIVISION_WORK,
@@ -171,15 +172,13 @@ ENUM_BASES = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum")
 
 
 def _enum_base(base: type) -> type:
-    """An enum base as scripts hold it: a base for class statements, and never the
-    functional form (``Enum('Color', 'RED GREEN')`` makes a class no statement made,
-    which the runtime would not know as the script's)."""
+    """An enum base as scripts hold it: a base for class statements, and its functional
+    form (``Enum('Color', 'RED GREEN')``) making the class that statement would make,
+    through the running session's class builder (EnumType's own would skip its checks)."""
 
     def construct(*args: Any, **kwargs: Any) -> Any:
         if len(args) > 1 or kwargs:
-            raise SecurityViolation(
-                f"{base.__name__}(name, members) is not allowed: define the enum with a class"
-            )
+            return functional_enum(base, *args, **kwargs)
         return base(*args)
 
     stand_in = seal(guarded_type(base, construct))

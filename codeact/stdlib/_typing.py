@@ -14,6 +14,7 @@ import collections.abc as abc
 import types
 from typing import Any
 
+from ..sandbox._errors import SecurityViolation
 from ..sandbox._ownership import (
     CLASS_BUILDERS,
     DUNDER_DATA,
@@ -23,7 +24,7 @@ from ..sandbox._ownership import (
     register_base,
     register_readable,
 )
-from ..sandbox._script_classes import runtime_checkable
+from ..sandbox._script_classes import build_class, runtime_checkable
 
 
 class TypingForm:
@@ -324,6 +325,41 @@ class _Shaped(TypingForm):
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         return (self._marker,)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The functional forms, ``NamedTuple('P', [('x', int)])`` and
+        ``TypedDict('M', {'a': int}, total=False)``: the class the statement would make."""
+        if self._marker is NamedTupleBase:
+            return _functional_named_tuple(*args, **kwargs)
+        if self._marker is TypedDictBase:
+            return _functional_typed_dict(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+def _functional_named_tuple(typename: Any, fields: Any = None, /, **kwargs: Any) -> Any:
+    if fields is not None and kwargs:
+        raise TypeError("Either list of fields or keywords can be provided to NamedTuple, not both")
+    pairs = list(kwargs.items()) if fields is None else fields
+    if type(pairs) not in (list, tuple):  # exact: a script's sequence would answer for itself
+        raise TypeError("NamedTuple's fields are a list of (name, type) pairs")
+    annotations: dict[str, Any] = {}
+    for pair in pairs:
+        if type(pair) not in (list, tuple) or len(pair) != 2 or type(pair[0]) is not str:
+            raise TypeError("NamedTuple('Name', [(f0, t0), (f1, t1), ...]); each t must be a type")
+        annotations[pair[0]] = pair[1]
+    return build_class(typename, (NamedTupleBase,), {"__annotations__": annotations})
+
+
+def _functional_typed_dict(
+    typename: Any, fields: Any = None, /, *, total: Any = True, **kwargs: Any
+) -> Any:
+    if fields is None:
+        fields = kwargs
+    elif kwargs:
+        raise TypeError("TypedDict takes either a dict or keyword arguments, but not both")
+    if type(fields) is not dict or any(type(key) is not str for key in fields):
+        raise TypeError("TypedDict's fields are a dict of names and types")
+    return build_class(typename, (TypedDictBase,), {"__annotations__": dict(fields)}, total=total)
+
 
 class NamedTupleBase:
     """Marks ``class P(NamedTuple)``; the class factory builds a namedtuple instead."""
@@ -343,8 +379,15 @@ class ProtocolBase:
     __slots__ = ()
 
 
-def _build_named_tuple(name: str, bases: tuple[Any, ...], namespace: Any) -> Any:
+def _no_keywords(base: str, keywords: dict[str, Any]) -> None:
+    if keywords:  # a builder's keywords are host code's to read: only those it names
+        raise SecurityViolation(f"class keywords are not allowed for a {base} base")
+
+
+def _build_named_tuple(name: str, bases: tuple[Any, ...], namespace: Any, **keywords: Any) -> Any:
     from ..sandbox._ownership import SCRIPT_CLASSES
+
+    _no_keywords("NamedTuple", keywords)
 
     fields = list(namespace.get("__annotations__", {}))
     defaults = [namespace[f] for f in fields if f in namespace]
@@ -355,11 +398,19 @@ def _build_named_tuple(name: str, bases: tuple[Any, ...], namespace: Any) -> Any
     return (made,), body
 
 
-def _build_typed_dict(name: str, bases: tuple[Any, ...], namespace: Any) -> Any:
+def _build_typed_dict(
+    name: str, bases: tuple[Any, ...], namespace: Any, *, total: Any = True, **keywords: Any
+) -> Any:
+    """A dict subclass: its instances are plain dicts, whichever keys are required
+    (``total``, a bool, says so to a type checker; nothing checks it at run time)."""
+    _no_keywords("TypedDict", keywords)
+    if type(total) is not bool:
+        raise TypeError("TypedDict's total must be True or False")
     return (dict,), namespace
 
 
-def _build_protocol(name: str, bases: tuple[Any, ...], namespace: Any) -> Any:
+def _build_protocol(name: str, bases: tuple[Any, ...], namespace: Any, **keywords: Any) -> Any:
+    _no_keywords("Protocol", keywords)
     rest = tuple(b for b in bases if b is not ProtocolBase and b is not Generic)
     return rest or (object,), namespace
 

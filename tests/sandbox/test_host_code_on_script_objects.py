@@ -77,8 +77,9 @@ CALL_PASS_FINDINGS = {
     # localcontext's __enter__ on a script object would store the host's decimal context
     "localcontext-enter-on-a-script-object": "import decimal\n"
     "class Holder:\n    pass\ndecimal.localcontext.__enter__(Holder())",
-    # the functional form builds a class no class statement made
-    "an-enum-made-by-a-call": "import enum\nenum.Enum('Made', 'A B')",
+    # EnumType's functional form, on a script's enum, built a class no check had seen
+    "an-enum-made-by-a-call": "import enum\nclass Base(enum.Enum):\n    pass\n"
+    "Base('Made', {'A': 1, '__getattribute__': len})",
 }
 
 
@@ -209,6 +210,102 @@ def test_class_keywords_never_reach_a_hosts_init_subclass() -> None:
     with pytest.raises(SecurityViolation, match="not allowed with a EnumType base"):
         _check_class_keywords((), enum.EnumType)
     _check_class_keywords((object,), type)  # object's own refuses them as CPython does
+
+
+FUNCTIONAL_FORMS = {
+    "enum": "import enum\nMade = enum.Enum('Made', 'A B')",
+    "int-enum": "import enum\nMade = enum.IntEnum('Made', ['A', 'B'], start=5)",
+    "script-enum": "import enum\nclass Base(enum.Enum):\n    pass\nMade = Base('Made', {'A': 1})",
+    "named-tuple": "import typing\nMade = typing.NamedTuple('Made', [('a', int)])",
+    "typed-dict": "import typing\nMade = typing.TypedDict('Made', {'a': int}, total=False)",
+}
+
+
+@pytest.mark.parametrize("form", sorted(FUNCTIONAL_FORMS))
+def test_a_functional_form_makes_the_scripts_own_class(run: Runner, form: str) -> None:
+    """A class a module's functional form makes is the script's, as a class statement's
+    is: the script may set an attribute on it (never on a host's class)."""
+    outcome = run(FUNCTIONAL_FORMS[form] + "\nMade.note = 'set'\nMade.note")
+    assert outcome.error is None, outcome.error
+    assert outcome.value == "set"
+
+
+FUNCTIONAL_BODIES = {
+    # what EnumType's own form would have bound on the class, unchecked
+    "getattribute": "enum.Enum('E', {'A': 1, '__getattribute__': len})",
+    "finalizer": "enum.Enum('E', [('A', 1), ('__del__', print)])",
+    "sunder-hook": "enum.Enum('E', {'_generate_next_value_': len, 'A': 1})",
+    "script-enum-class": "class B(enum.Enum):\n    pass\nB('E', {'__reduce__': print})",
+    "named-tuple-dunder": "typing.NamedTuple('P', [('__getattribute__', int)])",
+}
+
+
+@pytest.mark.parametrize("body", sorted(FUNCTIONAL_BODIES))
+def test_a_functional_form_binds_only_what_a_class_statement_may(run: Runner, body: str) -> None:
+    outcome = run("import enum, typing\n" + FUNCTIONAL_BODIES[body])
+    assert outcome.error is not None
+    assert outcome.error.kind in {"SecurityViolation", "ValueError"}, outcome.error
+
+
+def test_an_enums_start_is_an_int_never_the_scripts_number(run: Runner) -> None:
+    # EnumType adds 1 to the last value: a script's number would run its __add__ in enum.py
+    outcome = run(
+        _script(
+            """
+            import enum
+            class Count:
+                def __add__(self, other):
+                    return 1
+            enum.Enum('E', 'A B', start=Count())
+            """
+        )
+    )
+    assert outcome.error is not None
+    assert outcome.error.message == "TypeError: an enum's start must be an int"
+
+
+COPIED_HOST_METHODS = {
+    # EnumType puts int's own __format__ in an IntEnum's namespace: read from there, it
+    # would format with any width, past the guard every format goes through
+    "int-enum-class": "import enum\nclass Level(enum.IntEnum):\n    LOW = 1\n"
+    "Level.__format__(Level.LOW, '999999999d')",
+    "int-enum-member": "import enum\nclass Level(enum.IntEnum):\n    LOW = 1\n"
+    "Level.LOW.__format__('999999999d')",
+    "functional-str-enum": "import enum\nMode = enum.StrEnum('Mode', 'FAST')\n"
+    "Mode.FAST.__format__('>999999999')",
+}
+
+
+@pytest.mark.parametrize("copied", sorted(COPIED_HOST_METHODS))
+def test_a_host_method_copied_onto_a_script_class_is_the_host_types(
+    run: Runner, copied: str
+) -> None:
+    outcome = run(COPIED_HOST_METHODS[copied])
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.CODE_SECURITY_VIOLATION, outcome.error
+    assert "'__format__'" in outcome.error.message
+
+
+def test_an_int_enum_formats_through_the_width_guard(run: Runner) -> None:
+    outcome = run(
+        "import enum\nclass Level(enum.IntEnum):\n    LOW = 1\n"
+        "shown = f'{Level.LOW:>4}|{Level.LOW:03d}'\nf'{Level.LOW:999999999d}'"
+    )
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.CODE_RESOURCE_LIMIT, outcome.error
+    kept = run("shown")
+    assert kept.value == "   1|001"
+
+
+def test_no_class_is_built_outside_a_scripts_run() -> None:
+    """The builder is the running script's session's: host code, or a thread where no
+    script runs, has none to make a class with."""
+    from codeact.sandbox._script_classes import build_class, functional_enum
+
+    with pytest.raises(SecurityViolation, match="running script"):
+        functional_enum(enum.Enum, "Made", "A B")
+    with pytest.raises(SecurityViolation, match="running script"):
+        build_class("Made", (), {})
 
 
 def test_a_protocol_check_runs_no_code_of_the_object(run: Runner) -> None:

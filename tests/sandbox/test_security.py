@@ -167,9 +167,9 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("del-method", "class D:\n    def __del__(self):\n        pass", SEC),
     ("getattribute", "class D:\n    def __getattribute__(self, name):\n        return 1", SEC),
     (
-        "set-name-in-a-host-made-class",
-        "class D:\n    def __set_name__(self, owner, name):\n        self.owner = owner\n"
-        "import enum\nenum.Enum('E', {'a': D()})",
+        # EnumType's own functional form would bind what the mapping holds, unchecked
+        "dunder-in-an-enum-made-by-a-call",
+        "import enum\nclass B(enum.Enum):\n    pass\nB('E', {'__del__': print, 'A': 1})",
         SEC,
     ),
     ("reduce", "class D:\n    def __reduce__(self):\n        return (print, ('x',))", SEC),
