@@ -7,16 +7,52 @@ Both derive from ``BaseException`` and neither is bound in a script's builtins, 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from types import CodeType
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _RunStops(threading.local):
-    """The first stop raised in this thread's run: once there is one, the run is doomed."""
+    """The first stop raised in this thread's run: once there is one, the run is doomed;
+    and the run's monitor, whose ``tripped`` names a limit the watchdog found passed."""
 
     watching: bool = False
     first: SandboxStop | None = None
+    monitor: Any = None
 
 
 _STOPS = _RunStops()
+
+
+# Host functions a RecursionError leaves as it found them: each changes nothing, or only
+# after its last call (the error is raised at a call one frame too deep). Stopped in one
+# of these, it is the script's own call that failed, which the script may catch.
+_RECURSION_SAFE: set[CodeType] = set()
+
+
+def recursion_safe(function: F) -> F:
+    """Mark ``function`` as one a RecursionError cannot stop halfway (see above)."""
+    _RECURSION_SAFE.add(function.__code__)
+    return function
+
+
+@recursion_safe  # reads only
+def failed_in_script(error: BaseException, script_file: str) -> bool:
+    """Was ``error`` raised where the script's own code was running: in its frame (a call
+    it made never began, C code it called failed, its own raise), or in host frames marked
+    ``recursion_safe`` under it? From any other host frame, host code stopped halfway."""
+    in_script = False
+    frames = error.__traceback__
+    while frames is not None:
+        code = frames.tb_frame.f_code
+        if code.co_filename == script_file:
+            in_script = True
+        elif code not in _RECURSION_SAFE:
+            in_script = False
+        frames = frames.tb_next
+    return in_script
 
 
 class SandboxStop(BaseException):
@@ -27,6 +63,7 @@ class SandboxStop(BaseException):
     every handler raises it again (see :func:`stop_in_flight`).
     """
 
+    @recursion_safe  # its one call comes first
     def __init__(self, message: str = "") -> None:
         super().__init__(message)
         self.message = message
@@ -34,16 +71,26 @@ class SandboxStop(BaseException):
             _STOPS.first = self
 
 
-def watch_stops() -> None:
-    """From now on, remember the first stop made in this thread: its run is doomed."""
-    _STOPS.watching, _STOPS.first = True, None
+def watch_stops(monitor: Any = None) -> None:
+    """From now on, remember the first stop made in this thread: its run is doomed.
+    ``monitor``: the run's, whose ``tripped`` the watchdog sets before it interrupts."""
+    _STOPS.watching, _STOPS.first, _STOPS.monitor = True, None, monitor
 
 
 def unwatch_stops() -> None:
     """The run in this thread has ended."""
-    _STOPS.watching, _STOPS.first = False, None
+    _STOPS.watching, _STOPS.first, _STOPS.monitor = False, None, None
 
 
+@recursion_safe  # reads only
+def tripped_limit() -> str | None:
+    """The limit the watchdog found this thread's run past, if it did: its interrupt may
+    not have been made (at the deepest frame, making it is one call too deep)."""
+    monitor = _STOPS.monitor
+    return None if monitor is None else monitor.tripped
+
+
+@recursion_safe  # reads only
 def stop_in_flight() -> SandboxStop | None:
     """The stop that dooms this thread's run, if one was made: a later exception raised in
     a ``finally`` replaces it as the one propagating, never as the run's fate."""
@@ -53,6 +100,7 @@ def stop_in_flight() -> SandboxStop | None:
 class LimitExceeded(SandboxStop):
     """A resource limit was hit; ``limit`` names which one."""
 
+    @recursion_safe  # its one call comes first
     def __init__(self, limit: str = "", message: str = "") -> None:
         super().__init__(message or f"the {limit} limit was exceeded")
         self.limit = limit
@@ -76,8 +124,11 @@ __all__ = [
     "LimitInterrupt",
     "SandboxStop",
     "SecurityViolation",
+    "failed_in_script",
     "may_suppress",
+    "recursion_safe",
     "stop_in_flight",
+    "tripped_limit",
     "unwatch_stops",
     "watch_stops",
 ]

@@ -15,11 +15,16 @@ from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from typing import Any
 
+from ._compiler import SCRIPT_FILENAME
 from ._errors import (
     LimitExceeded,
+    LimitInterrupt,
     SandboxStop,
     SecurityViolation,
+    failed_in_script,
+    recursion_safe,
     stop_in_flight,
+    tripped_limit,
 )
 from ._limits import Limits
 from ._ownership import (
@@ -110,6 +115,7 @@ class Guards:
 
     # Attribute access -----------------------------------------------------------------
 
+    @recursion_safe  # checks, then reads: nothing changed before a call
     def getattr(self, obj: Any, name: str, default: Any = _MISSING) -> Any:
         """Read ``obj.name`` if the object model permits it; AttributeError if it is missing.
 
@@ -120,6 +126,7 @@ class Guards:
             return _callback_safe(self._read(obj, name, default))
         return self._read(obj, name, default)
 
+    @recursion_safe
     def _read(self, obj: Any, name: str, default: Any) -> Any:
         if type(name) is not str:
             if not isinstance(name, str):
@@ -399,6 +406,7 @@ class Guards:
 
     # Size-guarded operators -----------------------------------------------------------
 
+    @recursion_safe
     def method(self, obj: Any, name: str, /, *args: Any, **kwargs: Any) -> Any:
         """``obj.name(*args)`` for the guarded names, checked in one call."""
         if type(name) is not str or name not in GUARDED_ATTRIBUTES:  # a name from anywhere else
@@ -420,6 +428,7 @@ class Guards:
             return getattr(base, name)(obj, *args, **kwargs)
         return self.getattr(obj, name)(*args, **kwargs)
 
+    @recursion_safe  # the size checks and operators below change nothing of their own
     def mul(self, a: Any, b: Any) -> Any:
         kind_a, kind_b = type(a), type(b)
         if kind_a is float or kind_b is float:
@@ -442,6 +451,7 @@ class Guards:
         a, b = self._sized_shift(a, b)
         return a << b
 
+    @recursion_safe
     def mod(self, a: Any, b: Any) -> Any:
         if isinstance(a, str | bytes | bytearray):
             self._check_percent_format(a, b)
@@ -449,6 +459,7 @@ class Guards:
             check_division(a, b)
         return a % b
 
+    @recursion_safe
     def floordiv(self, a: Any, b: Any) -> Any:
         check_division(a, b)
         return a // b
@@ -457,6 +468,7 @@ class Guards:
         check_division(a, b)
         return divmod(a, b)
 
+    @recursion_safe
     def inplace(self, op: str, a: Any, b: Any) -> Any:
         if op == "+=":
             if type(a) is not int and isinstance(a, SEQUENCES):
@@ -665,10 +677,12 @@ class Guards:
 
     # Helpers ---------------------------------------------------------------------------
 
+    @recursion_safe
     def _check_concat(self, a: Any, b: Any) -> None:
         if isinstance(b, SEQUENCES):
             self._check_items(exact_len(a) + exact_len(b), a)
 
+    @recursion_safe
     def _sized_product(self, a: Any, b: Any) -> tuple[Any, Any]:
         """``a * b`` checked on what it makes; the operands as the operation then takes them
         (a count's ``__index__`` runs once, here: a second call could answer otherwise)."""
@@ -832,6 +846,7 @@ class Builtin:  # type() shows builtins.builtin_function_or_method
         self._call = call
         self._name = name
 
+    @recursion_safe  # a relay
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(*args, **kwargs)
 
@@ -1010,6 +1025,7 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
     writable = WRITABLE_TYPES
     slow_mul, slow_mod, slow_write = guards.mul, guards.mod, guards.write
 
+    @recursion_safe
     def mul(a: Any, b: Any) -> Any:
         if type(a) is int and type(b) is int:
             if a.bit_length() + b.bit_length() > max_bits:
@@ -1017,11 +1033,13 @@ def operator_guards(guards: Guards) -> dict[str, Callable[..., Any]]:
             return a * b
         return slow_mul(a, b)
 
+    @recursion_safe
     def mod(a: Any, b: Any) -> Any:
         if type(a) is int and a.bit_length() <= FREE_DIVISION_BITS:
             return a % b
         return slow_mod(a, b)
 
+    @recursion_safe
     def write(obj: Any) -> Any:
         if type(obj) in writable:
             return obj
@@ -1217,6 +1235,7 @@ def _class_namespace(cls: type) -> dict[str, Any]:
     return namespace
 
 
+@recursion_safe  # it raises, and changes nothing
 def reraise_limits() -> None:
     """Called first in every except block, and before a ``return``, ``break`` or ``continue``
     leaves a finally block: a limit or stop in flight goes on propagating."""
@@ -1227,7 +1246,13 @@ def reraise_limits() -> None:
     if doom is not None:  # a finally raised in front of the stop: the stop goes on regardless
         raise doom
     if isinstance(error, RecursionError):
-        raise LimitExceeded("recursion depth", "maximum recursion depth exceeded") from None
+        tripped = tripped_limit()
+        if tripped is not None:  # a stop the interpreter could not make this deep: the run's
+            # fate all the same (caught, a script spinning at its deepest frame would run on)
+            raise LimitInterrupt(tripped, f"the script exceeded its {tripped} limit") from None
+        if not failed_in_script(error, SCRIPT_FILENAME):
+            # host code stopped halfway through its work: its state is not the script's to see
+            raise LimitExceeded("recursion depth", "maximum recursion depth exceeded") from None
     if isinstance(error, MemoryError):
         raise LimitExceeded("memory", "the script ran out of memory") from None
 

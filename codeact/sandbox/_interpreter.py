@@ -169,7 +169,8 @@ class _RunScope:
         decimal.setcontext(sandbox.decimal_context)
         # a module's functional forms (Enum('Color', 'RED GREEN')) make this session's classes
         self._builder = swap_class_builder(sandbox.guards.new_class)
-        watch_stops()
+        run = sandbox._run
+        watch_stops(None if run is None else run.monitor)
 
     def __exit__(self, *details: object) -> None:
         unwatch_stops()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
-from ._errors import LimitExceeded
+from ._errors import LimitExceeded, recursion_safe
 
 SEQUENCES = (str, bytes, bytearray, list, tuple)  # what repeats by multiplication
 
@@ -48,10 +48,12 @@ def text_base(obj: Any) -> Any:
     return str if isinstance(obj, str) else bytes if isinstance(obj, bytes) else bytearray
 
 
+@recursion_safe  # reads only
 def is_repeatable(obj: Any) -> bool:
     return isinstance(obj, (*SEQUENCES, collections.deque))
 
 
+@recursion_safe  # reads only
 def exact_index(value: Any) -> Any:
     """The exact ``int`` an operation would take from ``value`` (an int subclass, or an object
     with ``__index__``), else ``value`` itself: a size guard sizes what is then used, and a
@@ -79,6 +81,7 @@ def rational_bits(value: Any) -> int:
     return max(int.bit_length(numerator), int.bit_length(denominator))
 
 
+@recursion_safe  # reads only
 def exact_len(obj: Any) -> int:
     bases: tuple[Any, ...] = (str, bytes, bytearray, list, tuple, collections.deque)
     for base in bases:
@@ -108,6 +111,7 @@ def interruptible(function: Any) -> Any:
     if function is None or type(function) is FUNCTION_TYPE or not callable(function):
         return function  # nothing to call, or a Python function: entering it is the check
 
+    @recursion_safe  # a relay
     def call(*args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
 
@@ -122,6 +126,7 @@ def with_interruptible_callbacks(
 ) -> Callable[..., Any]:
     """``function`` whose callback arguments (at ``positions``, or named) are ``interruptible``."""
 
+    @recursion_safe  # wraps the callbacks of this call's own arguments
     def call(*args: Any, **kwargs: Any) -> Any:
         if positions:
             args = tuple(interruptible(a) if i in positions else a for i, a in enumerate(args))

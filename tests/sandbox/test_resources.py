@@ -10,6 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeact.sandbox import Limits
+from codeact.sandbox._errors import LimitExceeded, LimitInterrupt, unwatch_stops, watch_stops
+from codeact.sandbox._guards import reraise_limits
+from codeact.sandbox._limits import RunMonitor
 
 from .conftest import Runner
 
@@ -148,11 +151,85 @@ def test_the_limit_that_was_hit_is_named(make_runner: MakeRunner) -> None:
     assert "10,000,000,000 characters" in size
 
 
-def test_recursion_ends_in_a_resource_limit_even_when_caught(make_runner: MakeRunner) -> None:
+def test_recursion_caught_and_retried_ends_in_a_resource_limit(make_runner: MakeRunner) -> None:
+    # each level catches the error and recurses again: 2 ** depth attempts, as under
+    # CPython, until the run's time is up; the session lives on
     script = "def f():\n    try:\n        return f()\n    except RecursionError:\n        return f()\nf()"
-    code, message = run_limited(make_runner, script)
-    assert code == "CODE_RESOURCE_LIMIT"
-    assert "recursion" in message
+    runner = make_runner(LIMITS)
+    outcome = runner(script)
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert "time" in outcome.error.message
+    assert runner("1 + 1").value == 2
+
+
+CAUGHT_RECURSION = {
+    "own-function": "def f(n):\n    return f(n + 1)\n",
+    "constructor": "class Loop:\n    def __init__(self):\n        Loop()\ndef f(n):\n    Loop()\n",
+    # attribute reads, size-checked operators and a guarded builtin at every level
+    "through-guards": "def f(n):\n    items = [n] * 2\n    items += [str(n).upper()]\n"
+    "    return f(sorted(items, key=str)[0])\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CAUGHT_RECURSION))
+def test_a_script_catches_the_recursion_error_of_its_own_calls(
+    make_runner: MakeRunner, shape: str
+) -> None:
+    """As under CPython: the error is raised where the script's call could not begin, or
+    in guards that change nothing before their calls, so nothing of the host's is left
+    halfway; the handler runs at the edge too (its own guard call is one frame deeper)."""
+    script = CAUGHT_RECURSION[shape] + (
+        "def deepest(n):\n    try:\n        return deepest(n + 1)\n"
+        "    except RecursionError:\n        return n\n"
+        "try:\n    f(0)\nexcept RecursionError as error:\n    caught = str(error)\n"
+        "(caught, deepest(0) > 100)"
+    )
+    outcome = make_runner(LIMITS)(script)
+    assert outcome.error is None, outcome.error
+    caught, reached = outcome.value
+    assert caught.startswith("maximum recursion depth exceeded")  # "while ..." where C saw it
+    assert reached is True
+
+
+def _recursion_error_handled() -> None:
+    try:
+        raise RecursionError("maximum recursion depth exceeded")
+    except RecursionError:
+        reraise_limits()  # what every except block of a script calls first
+
+
+def test_a_recursion_error_in_a_tripped_run_is_the_limit_that_tripped() -> None:
+    """At a script's deepest frame, the interpreter cannot make the watchdog's interrupt
+    (its construction is one call too deep) and raises a RecursionError instead: caught,
+    a script spinning there would run on. Once the run's monitor has tripped, every
+    handler turns that error into the limit."""
+    monitor = RunMonitor(Limits())
+    try:
+        watch_stops(monitor)
+        with pytest.raises(LimitExceeded) as untripped:  # raised outside a script: the limit
+            _recursion_error_handled()
+        assert untripped.value.limit == "recursion depth"
+        watch_stops(monitor)  # a run of its own: the first stop would doom it
+        monitor.tripped = "wall-clock time (1 s)"  # what the watchdog records, then interrupts
+        with pytest.raises(LimitInterrupt, match="wall-clock time"):
+            _recursion_error_handled()
+    finally:
+        unwatch_stops()
+
+
+def test_a_recursion_error_in_host_code_halfway_is_the_limit(make_runner: MakeRunner) -> None:
+    # the copy facade's own frames were stopped halfway: what they left is not the
+    # script's to catch and go on with
+    script = (
+        "import copy\nx = []\nfor _ in range(20_000):\n    x = [x]\n"
+        "try:\n    copy.deepcopy(x)\nexcept RecursionError:\n    print('caught')\n"
+    )
+    outcome = make_runner(LIMITS)(script)
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert "recursion" in outcome.error.message
+    assert outcome.output == ""
 
 
 def test_output_flood_is_cut_and_reported(make_runner: MakeRunner) -> None:
