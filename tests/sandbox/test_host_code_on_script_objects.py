@@ -230,6 +230,29 @@ def test_a_functional_form_makes_the_scripts_own_class(run: Runner, form: str) -
     assert outcome.value == "set"
 
 
+def test_a_descriptor_in_a_functional_enum_is_named_on_the_scripts_class(run: Runner) -> None:
+    # EnumType's own form handed __set_name__ a class no statement had made; built through
+    # the session's builder, the owner is the script's class, which the script may write
+    outcome = run(
+        _script(
+            """
+            import enum
+            named = []
+            class Tagged:
+                def __set_name__(self, owner, name):
+                    owner.tagged = name  # a host class would refuse this write
+                    named.append(name)
+                def __get__(self, obj, kind=None):  # a descriptor: not a member
+                    return 'described'
+            Made = enum.Enum('Made', {'a': Tagged(), 'B': 2})
+            (named, [member.name for member in Made], Made.B.a)
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [["a"], ["B"], "described"]
+
+
 FUNCTIONAL_BODIES = {
     # what EnumType's own form would have bound on the class, unchecked
     "getattribute": "enum.Enum('E', {'A': 1, '__getattribute__': len})",
