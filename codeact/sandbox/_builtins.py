@@ -17,12 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..contract._exceptions import ToolError
-from ._errors import SecurityViolation
+from ._errors import SecurityViolation, recursion_safe
 from ._guards import Builtin, Guards, LongRange
 from ._ownership import STAND_INS as _STAND_INS
 from ._ownership import register_base, register_readable
 from ._sealed import seal
 from ._work_bounds import eager_or_ticking, ticking_factory, with_interruptible_callbacks
+
+recursion_safe(weakref.WeakMethod.__call__)  # a stand-in's constructor is one: reads only
 
 _PLAIN = (
     "abs all any ascii bin bool callable chr complex dict float "
@@ -63,6 +65,7 @@ class _GuardedType(type):
     def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kw: Any):
         super().__init__(name, bases, namespace)
 
+    @recursion_safe  # a relay
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return _STAND_INS[id(cls)][1]()(*args, **kwargs)
 
@@ -112,6 +115,7 @@ def guarded_type(real: type, construct: Callable[..., Any]) -> type:
 def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Callable[..., Any]:
     """A guard under a builtin's name, refusing wrong argument counts as the builtin does."""
 
+    @recursion_safe  # checks the count, then relays
     def builtin(*args: Any, **keywords: Any) -> Any:
         if keywords:
             raise TypeError(f"{name}() takes no keyword arguments")

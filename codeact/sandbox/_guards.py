@@ -354,6 +354,7 @@ class Guards:
             return False
         return True
 
+    @recursion_safe
     def write(self, obj: Any) -> Any:
         """Let a script change its own objects and plain containers, nothing else."""
         if is_writable(obj):
@@ -436,6 +437,7 @@ class Guards:
         a, b = self._sized_product(a, b)
         return a * b
 
+    @recursion_safe
     def power(self, a: Any, b: Any, modulo: Any = None) -> Any:
         if modulo is not None:  # modular exponentiation: one long C call, sized before it runs
             if isinstance(b, int) and isinstance(modulo, int):
@@ -447,6 +449,7 @@ class Guards:
         self._check_pow(a, b)
         return a**b
 
+    @recursion_safe
     def lshift(self, a: Any, b: Any) -> Any:
         a, b = self._sized_shift(a, b)
         return a << b
@@ -464,6 +467,7 @@ class Guards:
         check_division(a, b)
         return a // b
 
+    @recursion_safe
     def divmod(self, a: Any, b: Any) -> Any:
         check_division(a, b)
         return divmod(a, b)
@@ -485,6 +489,7 @@ class Guards:
             check_division(a, b)
         return _INPLACE[op](a, b)
 
+    @recursion_safe
     def format_spec(self, value: Any, conversion: int, spec: str) -> str:
         if conversion == ord("r"):
             value = repr(value)
@@ -495,6 +500,7 @@ class Guards:
         self._check_spec(spec, value)
         return format(value, spec)
 
+    @recursion_safe
     def format_value(self, value: Any, spec: str = "") -> str:
         self._check_spec(spec, value)
         return format(value, spec)
@@ -664,6 +670,7 @@ class Guards:
             total = total + item
         return total
 
+    @recursion_safe
     def join(self, separator: Any, items: Iterable[Any]) -> Any:
         parts = items if type(items) is list or type(items) is tuple else list(items)
         base = text_base(separator)
@@ -714,6 +721,7 @@ class Guards:
                 raise LimitExceeded("integer size")
         return a, b
 
+    @recursion_safe
     def _check_pow(self, a: Any, b: Any) -> None:
         if not isinstance(b, int):
             return
@@ -723,6 +731,7 @@ class Guards:
             if bits > 1 and bits * exponent > self.limits.max_int_bits:
                 raise LimitExceeded("integer size")
 
+    @recursion_safe
     def _check_items(self, count: int, like: Any = None) -> None:
         """``count`` elements of a result like ``like``: a string's are characters."""
         if count > self.limits.max_sequence_items:
@@ -738,6 +747,7 @@ class Guards:
                 "sequence size", f"the result would hold {count:,} {unit} (limit {limit:,})"
             )
 
+    @recursion_safe
     def _check_spec(self, spec: str, value: Any = None) -> None:
         if isinstance(value, decimal.Decimal) and value.is_finite() and spec:
             # 'f' and friends write every digit of the exponent out: Decimal('1e99999999')
@@ -749,6 +759,7 @@ class Guards:
                     f"format width {number} exceeds {self.limits.max_format_width:,}",
                 )
 
+    @recursion_safe
     def _check_percent_format(self, template: str | bytes | bytearray, args: Any) -> None:
         if isinstance(template, str):
             raw = str.encode(template, "utf-8", "surrogatepass")

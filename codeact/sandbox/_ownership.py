@@ -22,7 +22,10 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
+from ._errors import recursion_safe
+
 SCRIPT_CLASSES: weakref.WeakSet[type] = weakref.WeakSet()
+recursion_safe(weakref.WeakSet.__contains__)  # the membership test asked of it: reads only
 
 # A script's globals carry SCOPE_MARK under SCOPE_KEY, a dunder no script can write:
 # how a facade tells the script's own functions from the host's.
@@ -178,9 +181,13 @@ def register_base(*types: type) -> None:
     BASE_CLASSES.update(types)
 
 
+@recursion_safe  # reads only
 def is_script_class(cls: type) -> bool:
     """Was ``cls``, or one of its bases, made by a script's class statement?"""
-    return any(base in SCRIPT_CLASSES for base in cls.__mro__)
+    for base in cls.__mro__:  # noqa: SIM110 - a loop, not any(): no generator frame to mark
+        if base in SCRIPT_CLASSES:
+            return True
+    return False
 
 
 def readable_names(obj: Any) -> frozenset[str] | bool | None:
@@ -224,6 +231,7 @@ def is_script_function(obj: Any) -> bool:
 _FUNCTION = type(is_script_function)
 
 
+@recursion_safe  # reads only
 def is_writable(obj: Any) -> bool:
     """May a script set attributes or items on ``obj``?"""
     kind = type(obj)

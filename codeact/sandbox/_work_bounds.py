@@ -8,6 +8,7 @@ C code calls back into are made interruptible. Each check raises the run's
 
 from __future__ import annotations
 
+import abc
 import collections
 import operator
 from collections.abc import Callable, Iterator
@@ -17,6 +18,8 @@ from typing import Any
 from ._errors import LimitExceeded, recursion_safe
 
 SEQUENCES = (str, bytes, bytearray, list, tuple)  # what repeats by multiplication
+# isinstance(x, Fraction) asks ABCMeta's, whose one statement is a call into C
+recursion_safe(abc.ABCMeta.__instancecheck__)
 
 # Long division and gcd are quadratic in C and cannot be interrupted: their work (bits of
 # the quotient times bits of the divisor; bits times bits for gcd) is bounded before they
@@ -26,6 +29,7 @@ MAX_FRACTION_BITS = 4_000_000
 FREE_DIVISION_BITS = 1 << 16
 
 
+@recursion_safe  # reads only
 def check_division(a: Any, b: Any) -> None:
     """Refuse ``a // b`` or ``a % b`` on integers whose long division would run for long."""
     if isinstance(a, Fraction) or isinstance(b, Fraction):  # a product of its parts in Python
@@ -68,6 +72,7 @@ def exact_index(value: Any) -> Any:
     return value
 
 
+@recursion_safe  # reads only
 def rational_bits(value: Any) -> int:
     """Bits of the larger of a rational's numerator and denominator (0 for anything else)."""
     if isinstance(value, int):

@@ -169,6 +169,10 @@ CAUGHT_RECURSION = {
     # attribute reads, size-checked operators and a guarded builtin at every level
     "through-guards": "def f(n):\n    items = [n] * 2\n    items += [str(n).upper()]\n"
     "    return f(sorted(items, key=str)[0])\n",
+    # writes, formats, powers, divisions and joins at every level
+    "through-checks": "class Box:\n    pass\nbox = Box()\ndef f(n):\n    box.v = n\n"
+    "    text = f'{n:>5}' + '%d' % n + '-'.join(['a', 'b'])\n"
+    "    return f(divmod(n, 7)[0] * 7 + n % 7 + 2 ** 0)\n",
 }
 
 
