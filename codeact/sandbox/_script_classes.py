@@ -372,8 +372,6 @@ def functional_enum(
     statement binding those members would make, values as EnumType's own form gives them."""
     if boundary is not None:  # a class keyword read by EnumType: host code's option
         raise SecurityViolation("an enum's boundary is not offered in scripts")
-    if builtins_type(start) is not int:  # EnumType adds to it: a script's number would run
-        raise TypeError("an enum's start must be an int")  # its own __add__ in host code
     namespace: dict[str, Any] = dict(_enum_members(base, names, start))
     if module is not None:
         namespace["__module__"] = module
@@ -384,35 +382,34 @@ def functional_enum(
 
 
 def _enum_members(base: type, names: Any, start: Any) -> list[tuple[str, Any]]:
+    if type(start) is not int:  # EnumType adds to it: a script's number would run its own
+        raise TypeError("an enum's start must be an int")  # __add__ in host code
     # exact types only: a script's str or list subclass would answer these checks itself
-    kind = builtins_type(names)
+    kind = type(names)
     if kind is str:
         names = names.replace(",", " ").split()
         kind = list
     if kind is dict:
         pairs = list(names.items())
     elif kind in (list, tuple):
-        if names and builtins_type(names[0]) is str:  # names only: values generated
+        if names and type(names[0]) is str:  # names only: values generated
             values: list[Any] = []
             for count, member in enumerate(names):
-                if builtins_type(member) is not str:
+                if type(member) is not str:
                     raise TypeError("an enum's member names must all be strings")
                 values.append(base._generate_next_value_(member, start, count, values[:]))  # type: ignore[attr-defined]
             return list(zip(names, values, strict=True))
         pairs = []
         for item in names:
-            if builtins_type(item) not in (list, tuple) or len(item) != 2:
+            if type(item) not in (list, tuple) or len(item) != 2:
                 raise TypeError("an enum's members are names, or (name, value) pairs")
             pairs.append((item[0], item[1]))
     else:
         raise TypeError(f"an enum's members are a string, a list or a dict, not {kind.__name__}")
     for member, _ in pairs:
-        if builtins_type(member) is not str:
+        if type(member) is not str:
             raise TypeError("an enum's member names must all be strings")
     return pairs
-
-
-builtins_type = type  # functional_enum's parameter named ``type`` hides the builtin
 
 
 def _protocol_metaclass(meta: type) -> type:
