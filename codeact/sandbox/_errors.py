@@ -27,15 +27,25 @@ _STOPS = _RunStops()
 
 
 # Host functions a RecursionError leaves as it found them: each changes nothing, or only
-# after its last call (the error is raised at a call one frame too deep). Stopped in one
-# of these, it is the script's own call that failed, which the script may catch.
+# after its last call (the error is raised at a call one frame too deep), or only objects
+# it made in this call and the script's own values (a copy built halfway is dropped with
+# the error). Stopped in one of these, it is the script's own call that failed, which the
+# script may catch.
 _RECURSION_SAFE: set[CodeType] = set()
 
 
 def recursion_safe(function: F) -> F:
-    """Mark ``function`` as one a RecursionError cannot stop halfway (see above)."""
-    _RECURSION_SAFE.add(function.__code__)
+    """Mark ``function`` as one a RecursionError cannot stop halfway (see above), with the
+    comprehensions, lambdas and functions written inside it: its review read them too."""
+    _mark_code(function.__code__)
     return function
+
+
+def _mark_code(code: CodeType) -> None:
+    _RECURSION_SAFE.add(code)
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            _mark_code(constant)
 
 
 @recursion_safe  # reads only
@@ -53,6 +63,37 @@ def failed_in_script(error: BaseException, script_file: str) -> bool:
             in_script = False
         frames = frames.tb_next
     return in_script
+
+
+# How many errors back ``recursion_in_script`` follows an error's context.
+MAX_CONTEXT_LINKS = 100
+
+
+@recursion_safe  # reads only
+def recursion_in_script(error: BaseException, script_file: str) -> bool:
+    """Is ``error``, and every RecursionError it was raised in handling, the script's own
+    (``failed_in_script``)? A handler at the deepest frame cannot finish judging the error
+    it caught (its own calls are one frame too deep): the RecursionError that raises
+    instead carries the first as its context, and the next handler up judges both."""
+    links = 0
+    link: BaseException | None = error
+    while link is not None and links < MAX_CONTEXT_LINKS:
+        if isinstance(link, RecursionError) and not failed_in_script(link, script_file):
+            return False
+        link = link.__context__
+        links += 1
+    return True
+
+
+RECURSION_WORDS = "maximum recursion depth exceeded"
+
+
+@recursion_safe  # reads only
+def recursion_words(error: BaseException) -> str:
+    """A RecursionError the script may not catch, told in CPython's words: its own text when
+    CPython made it (a script's error class never runs here), else the plain words."""
+    text = error.args[0] if type(error) is RecursionError and len(error.args) == 1 else None
+    return f"RecursionError: {text if type(text) is str else RECURSION_WORDS}"
 
 
 class SandboxStop(BaseException):
@@ -120,13 +161,16 @@ def may_suppress(error: BaseException | None) -> bool:
 
 
 __all__ = [
+    "RECURSION_WORDS",
     "LimitExceeded",
     "LimitInterrupt",
     "SandboxStop",
     "SecurityViolation",
     "failed_in_script",
     "may_suppress",
+    "recursion_in_script",
     "recursion_safe",
+    "recursion_words",
     "stop_in_flight",
     "tripped_limit",
     "unwatch_stops",

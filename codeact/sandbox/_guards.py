@@ -21,8 +21,9 @@ from ._errors import (
     LimitInterrupt,
     SandboxStop,
     SecurityViolation,
-    failed_in_script,
+    recursion_in_script,
     recursion_safe,
+    recursion_words,
     stop_in_flight,
     tripped_limit,
 )
@@ -1261,9 +1262,9 @@ def reraise_limits() -> None:
         if tripped is not None:  # a stop the interpreter could not make this deep: the run's
             # fate all the same (caught, a script spinning at its deepest frame would run on)
             raise LimitInterrupt(tripped, f"the script exceeded its {tripped} limit") from None
-        if not failed_in_script(error, SCRIPT_FILENAME):
+        if not recursion_in_script(error, SCRIPT_FILENAME):
             # host code stopped halfway through its work: its state is not the script's to see
-            raise LimitExceeded("recursion depth", "maximum recursion depth exceeded") from None
+            raise LimitExceeded("recursion depth", recursion_words(error)) from None
     if isinstance(error, MemoryError):
         raise LimitExceeded("memory", "the script ran out of memory") from None
 

@@ -740,11 +740,8 @@ class Sandbox:
 def described(error: BaseException) -> tuple[ErrorCode, str] | None:
     """The code and message of an error every interpreter describes alike: the recursion
     and memory limits, and a tool's failure the script did not catch."""
-    if isinstance(error, RecursionError):
-        return (
-            ErrorCode.CODE_RESOURCE_LIMIT,
-            "recursion depth limit: maximum recursion depth exceeded",
-        )
+    if isinstance(error, RecursionError):  # CPython's words; a limit still, by its code
+        return ErrorCode.CODE_RESOURCE_LIMIT, _exception_text(error)
     if isinstance(error, MemoryError):
         return ErrorCode.CODE_RESOURCE_LIMIT, OUT_OF_MEMORY
     if isinstance(error, ToolError):

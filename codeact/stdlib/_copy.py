@@ -4,6 +4,10 @@ The real module is driven by ``__reduce_ex__`` (it would ``setattr`` onto whatev
 a script's factory returns, a host class included) and its ``deepcopy`` memo
 collects every original it visits (the real ``__dict__`` of host objects) and
 receives a module-global sentinel list: a channel between sessions.
+
+Every function here builds new objects or fills the script's memo, nothing of the host's:
+a RecursionError raised halfway through a copy leaves only a partial copy, dropped with
+the error, so the script may catch it as CPython lets it (``recursion_safe``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import collections
 import enum
 from typing import Any
 
+from ..sandbox._errors import recursion_safe
 from ..sandbox._ownership import (
     PLAIN_TYPES,
     SCRIPT_CLASSES,
@@ -24,6 +29,7 @@ _ATOMIC = frozenset(PLAIN_TYPES - {list, dict, set, bytearray})
 _CONTAINERS = (collections.deque, collections.OrderedDict, collections.defaultdict)
 
 
+@recursion_safe  # builds only its own copy
 def copy(value: Any) -> Any:
     """A shallow copy."""
     kind = type(value)
@@ -39,6 +45,7 @@ def copy(value: Any) -> Any:
     return _opaque(value)
 
 
+@recursion_safe  # builds only its own copies and fills the script's memo
 def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
     """A deep copy; ``memo`` may only be a plain dict the script made."""
     if memo is None:
@@ -48,6 +55,7 @@ def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
     return _deep(value, memo)
 
 
+@recursion_safe  # builds only its own copies and fills the script's memo
 def _deep(value: Any, memo: dict[int, Any]) -> Any:
     kind = type(value)
     if kind in _ATOMIC and kind is not tuple:
@@ -87,6 +95,7 @@ def _deep(value: Any, memo: dict[int, Any]) -> Any:
     return result
 
 
+@recursion_safe  # reads only
 def _own_method(kind: type, name: str) -> Any:
     """``name`` as ``kind`` defines it, if the script wrote it (never a host's, nor one a
     factory such as namedtuple put on a script's class)."""
@@ -99,6 +108,7 @@ def _own_method(kind: type, name: str) -> Any:
     return None
 
 
+@recursion_safe  # builds only its own copy
 def _rebuild(value: Any, items: list[Any]) -> Any:
     kind = type(value)
     if isinstance(value, collections.defaultdict):
@@ -108,6 +118,7 @@ def _rebuild(value: Any, items: list[Any]) -> Any:
     return kind(items)
 
 
+@recursion_safe  # writes only to the copy it makes and the script's memo
 def _copy_object(
     value: Any, copy_item: Any, memo: dict[int, Any] | None = None, key: int = 0
 ) -> Any:
@@ -163,6 +174,7 @@ def _copy_object(
     return new
 
 
+@recursion_safe  # writes only to the copy its caller made
 def _copy_contents(value: Any, new: Any, copy_item: Any) -> None:
     """The items of a script class built on a list, dict or set."""
     if isinstance(value, list):
@@ -174,6 +186,7 @@ def _copy_contents(value: Any, new: Any, copy_item: Any) -> None:
         set.update(new, [copy_item(item) for item in value])
 
 
+@recursion_safe  # reads only
 def _slot_names(kind: type) -> list[str]:
     """The ``__slots__`` the script's classes declared, along the class's MRO."""
     names: list[str] = []
@@ -184,6 +197,7 @@ def _slot_names(kind: type) -> list[str]:
     return names
 
 
+@recursion_safe  # reads only
 def _default_state(value: Any) -> Any:
     """What ``object.__getstate__`` gives for the script's object: its attributes, with its
     slots' values beside them when it has slots (None when it has neither)."""
@@ -196,6 +210,7 @@ def _default_state(value: Any) -> Any:
     return attributes
 
 
+@recursion_safe  # writes only to the copy its caller made
 def _set_state(new: Any, state: Any) -> None:
     """A state applied as ``copy`` applies one to a class without ``__setstate__``: a dict of
     attributes, or a pair of it and the slots' values. Names go straight into the new
@@ -228,6 +243,7 @@ def _set_state(new: Any, state: Any) -> None:
 _IMMUTABLE_BASES = (int, float, complex, str, bytes, tuple, frozenset)
 
 
+@recursion_safe  # reads only
 def _opaque(value: Any) -> Any:
     """Facade values (dates, decimals, patterns, tools, functions) are immutable: shared."""
     if callable(value) or hash_or_none(value) is not None:
@@ -235,6 +251,7 @@ def _opaque(value: Any) -> Any:
     raise TypeError(f"cannot copy {type(value).__name__} objects in scripts")
 
 
+@recursion_safe  # reads only
 def hash_or_none(value: Any) -> int | None:
     try:
         return hash(value)

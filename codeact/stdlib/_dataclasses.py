@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..sandbox._errors import SecurityViolation
+from ..sandbox._errors import SecurityViolation, recursion_safe
 from ..sandbox._ownership import SCRIPT_CLASSES, is_script_class
 from . import _copy as script_copy
 from ._typing import TypingForm
@@ -116,6 +116,10 @@ def _check_field_names(cls: type) -> None:
             raise SecurityViolation("a dataclass derives only from the script's dataclasses")
 
 
+recursion_safe(dataclasses.fields)  # reads the class's field table
+
+
+@recursion_safe  # reads only
 def _instance(obj: Any, what: str) -> Any:
     kind = type(obj)
     if isinstance(obj, type) or not any(k in _MADE for k in kind.__mro__):
@@ -123,11 +127,13 @@ def _instance(obj: Any, what: str) -> Any:
     return obj
 
 
+@recursion_safe  # builds only new dicts and copies
 def asdict(obj: Any, *, dict_factory: Any = dict) -> Any:
     """A dataclass instance as nested dicts, its leaves copied as the script's copy does."""
     return _convert(_instance(obj, "asdict"), lambda pairs: dict_factory(pairs))
 
 
+@recursion_safe  # builds only new tuples and copies
 def astuple(obj: Any, *, tuple_factory: Any = tuple) -> Any:
     """A dataclass instance as nested tuples."""
     return _convert(_instance(obj, "astuple"), lambda pairs: tuple_factory(v for _, v in pairs))
@@ -138,6 +144,7 @@ def replace(obj: Any, /, **changes: Any) -> Any:
     return dataclasses.replace(_instance(obj, "replace"), **changes)
 
 
+@recursion_safe  # builds only new containers and copies
 def _convert(value: Any, build: Any) -> Any:
     kind = type(value)
     if not isinstance(value, type) and any(k in _MADE for k in kind.__mro__):

@@ -42,7 +42,7 @@ import regex
 
 from ..contract._exceptions import ToolError
 from ..sandbox._builtins import guarded_type
-from ..sandbox._errors import LimitExceeded, SecurityViolation
+from ..sandbox._errors import LimitExceeded, SecurityViolation, recursion_safe
 from ..sandbox._guards import OPAQUE_CLASSES, Guards, OpaqueType, ScriptFormatter
 from ..sandbox._ownership import (
     SCRIPT_CLASSES,
@@ -277,6 +277,23 @@ _JSON_HOOKS = (
 )
 
 
+# json's own functions, for a RecursionError on deeply nested data to be the script's to
+# catch (as CPython lets it): what an encoding keeps (the markers dict, the C encoder) is
+# made per call, and the shared default decoder's C scanner clears its memo however a
+# scan ends, so an error raised halfway leaves nothing of the host's behind.
+for _json_function in (
+    json.dumps,
+    json.loads,
+    json.JSONEncoder.encode,
+    json.JSONEncoder.iterencode,
+    vars(json.encoder)["_make_iterencode"],  # the encoder iterencode builds for an indent
+    json.JSONDecoder.decode,
+    json.JSONDecoder.raw_decode,
+):
+    recursion_safe(_json_function)
+
+
+@recursion_safe  # sets only its own keyword arguments before json's
 def _json_loads(text: Any, **options: Any) -> Any:
     # the C scanner calls each hook per object or number: a C hook would run unstoppably
     for name in _JSON_HOOKS:
@@ -285,6 +302,7 @@ def _json_loads(text: Any, **options: Any) -> Any:
     return json.loads(text, **options)
 
 
+@recursion_safe  # sets only its own keyword arguments before json's
 def _json_dumps(value: Any, *, cls: Any = None, **options: Any) -> str:
     if cls is not None:  # the script's encoder class: made and asked as json.dumps does
         if not (isinstance(cls, type) and issubclass(cls, JSONEncoder)):
@@ -338,6 +356,7 @@ class JSONEncoder:
     def default(self, o: Any) -> Any:
         raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
+    @recursion_safe  # reads its own options
     def encode(self, o: Any) -> str:
         if not isinstance(self, JSONEncoder):  # JSONEncoder.encode(host_object, ...)
             raise TypeError("JSONEncoder.encode acts only on JSONEncoder objects")

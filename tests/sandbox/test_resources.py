@@ -10,7 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeact.sandbox import Limits
-from codeact.sandbox._errors import LimitExceeded, LimitInterrupt, unwatch_stops, watch_stops
+from codeact.sandbox._compiler import SCRIPT_FILENAME
+from codeact.sandbox._errors import (
+    RECURSION_WORDS,
+    LimitExceeded,
+    LimitInterrupt,
+    recursion_safe,
+    unwatch_stops,
+    watch_stops,
+)
 from codeact.sandbox._guards import reraise_limits
 from codeact.sandbox._limits import RunMonitor
 
@@ -222,18 +230,76 @@ def test_a_recursion_error_in_a_tripped_run_is_the_limit_that_tripped() -> None:
         unwatch_stops()
 
 
+def _stopped_halfway() -> None:
+    raise RecursionError(RECURSION_WORDS)  # a host function no review marked, at the limit
+
+
+@recursion_safe
+def _judging_at_the_edge() -> None:
+    raise RecursionError(RECURSION_WORDS)  # reraise_limits' own call, one frame too deep
+
+
+# Script code (its file name is the script's): a handler at the deepest frame, where
+# judging what it caught raises a RecursionError of its own, and a handler above it.
+_EDGE = compile(
+    "def edge():\n"
+    "    try:\n        stopped_halfway()\n"
+    "    except RecursionError:\n        judging_at_the_edge()\n"
+    "def above():\n"
+    "    try:\n        edge()\n"
+    "    except RecursionError:\n        reraise_limits()\n        return 'caught'\n",
+    SCRIPT_FILENAME,
+    "exec",
+)
+
+
+def test_a_recursion_error_raised_while_judging_a_halfway_one_is_the_limit() -> None:
+    """The error a handler at the edge raises while judging comes from script and marked
+    frames only; the host's error it was handling, its context, is judged too, so a script
+    cannot go on past host code it stopped halfway by catching one frame higher."""
+    scope = {
+        "stopped_halfway": _stopped_halfway,
+        "judging_at_the_edge": _judging_at_the_edge,
+        "reraise_limits": reraise_limits,
+    }
+    exec(_EDGE, scope)
+    with pytest.raises(LimitExceeded) as stopped:
+        scope["above"]()
+    assert stopped.value.limit == "recursion depth"
+    assert stopped.value.message == f"RecursionError: {RECURSION_WORDS}"
+
+
 def test_a_recursion_error_in_host_code_halfway_is_the_limit(make_runner: MakeRunner) -> None:
-    # the copy facade's own frames were stopped halfway: what they left is not the
-    # script's to catch and go on with
+    # the regex library's parser was stopped halfway: what it left is not the script's to
+    # catch and go on with (CPython lets it be caught: its state is its own to know)
     script = (
-        "import copy\nx = []\nfor _ in range(20_000):\n    x = [x]\n"
-        "try:\n    copy.deepcopy(x)\nexcept RecursionError:\n    print('caught')\n"
+        "import re\ntry:\n    re.compile('(' * 20_000 + ')' * 20_000)\n"
+        "except RecursionError:\n    print('caught')\n"
     )
     outcome = make_runner(LIMITS)(script)
     assert outcome.error is not None
     assert outcome.error.code == "CODE_RESOURCE_LIMIT"
-    assert "recursion" in outcome.error.message
+    assert outcome.error.message.startswith("RecursionError: maximum recursion depth exceeded")
     assert outcome.output == ""
+
+
+def test_a_recursion_error_in_json_indented_encoding_is_the_scripts() -> None:
+    """json's pure-Python encoder (an indent) nests a generator per level: stopped at the
+    limit, it is the script's to catch, as the C encoder's is (the oracle's case). In a
+    host's thread only: at a worker's deeper limit, resuming so deep a chain of generators
+    for every chunk takes seconds."""
+    from codeact.stdlib import standard_sandbox
+
+    sandbox = standard_sandbox(limits=LIMITS)
+    script = (
+        "import json\nx = {}\nfor _ in range(30_000):\n    x = {'a': [x]}\n"
+        "try:\n    json.dumps(x, indent=2)\nexcept RecursionError as error:\n"
+        "    caught = str(error)\ncaught"
+    )
+    outcome = sandbox.run(script)
+    sandbox.close()
+    assert outcome.error is None, outcome.error
+    assert str(outcome.value).startswith(RECURSION_WORDS)
 
 
 def test_output_flood_is_cut_and_reported(make_runner: MakeRunner) -> None:
