@@ -53,7 +53,7 @@ from ..sandbox._ownership import (
     register_host_method,
     register_readable,
 )
-from ..sandbox._script_classes import functional_enum
+from ..sandbox._script_classes import ScriptEnumType, functional_enum
 from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import (
     MAX_DIVISION_WORK,
@@ -169,6 +169,12 @@ def _namedtuple(typename: str, field_names: Any, **kwargs: Any) -> type:
 
 
 ENUM_BASES = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum")
+
+
+# What type() shows for an enum class, and enum.EnumType (EnumMeta) as scripts hold it: its
+# name and isinstance, nothing to build with (EnumType's own call would make a class).
+ENUM_TYPE = OpaqueType(enum.EnumType, "EnumType")
+SHOWN[enum.EnumType] = SHOWN[ScriptEnumType] = ENUM_TYPE
 
 
 def _enum_base(base: type) -> type:
@@ -589,6 +595,8 @@ def _static_facades() -> dict[str, Facade]:
             {
                 **pick(enum, "auto unique"),
                 **{name: _enum_base(getattr(enum, name)) for name in ENUM_BASES},
+                "EnumType": ENUM_TYPE,
+                "EnumMeta": ENUM_TYPE,
             },
         ),
     }

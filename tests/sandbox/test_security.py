@@ -172,6 +172,14 @@ ATTACKS: list[tuple[str, str, str]] = [
         "import enum\nclass B(enum.Enum):\n    pass\nB('E', {'__del__': print, 'A': 1})",
         SEC,
     ),
+    # enum.EnumType as scripts hold it names the metaclass and answers isinstance: its own
+    # call (the functional form, or a class from a namespace) is never reached through it
+    ("enum-type-called", "import enum\nenum.EnumType('E', (), {'A': 1})", SEC),
+    (
+        "enum-type-of-a-class-called",
+        "import enum\nclass B(enum.Enum):\n    A = 1\ntype(B)('E', 'X Y')",
+        SEC,
+    ),
     ("reduce", "class D:\n    def __reduce__(self):\n        return (print, ('x',))", SEC),
     ("class-dunder-attribute", "class D:\n    __module__ = 'os'", SEC),
     ("super-with-args-dunder", "super(int, 1).__init__()", SEC),
