@@ -6,6 +6,7 @@ import _string  # type: ignore[import-not-found]  # str.format's own field parse
 import builtins
 import decimal
 import enum
+import math
 import operator
 import re
 import sys
@@ -93,6 +94,12 @@ MAX_MODULUS_BITS = 65_536
 MAX_MODPOW_WORK = 1 << 28
 _PERCENT_SPEC = re.compile(rb"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 _FORMAT_NUMBERS = re.compile(r"\d+")
+# The standard format mini-language: [[fill]align][sign][z][#][0][width][grouping][.precision][type]
+_STANDARD_SPEC = re.compile(
+    r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?"
+    r"(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%]?)",
+    re.DOTALL,
+)
 
 
 class Guards:
@@ -753,7 +760,7 @@ class Guards:
         if isinstance(value, decimal.Decimal) and value.is_finite() and spec:
             # 'f' and friends write every digit of the exponent out: Decimal('1e99999999')
             self._check_items(abs(value.adjusted()) + len(value.as_tuple().digits), spec)
-        for number in _FORMAT_NUMBERS.findall(spec):
+        for number in _spec_numbers(spec, value):
             if len(number) > 7 or int(number) > self.limits.max_format_width:
                 raise LimitExceeded(
                     "format width",
@@ -1272,6 +1279,23 @@ def reraise_limits() -> None:
 def script_class_factory(guards: Guards) -> Any:
     """The metaclass hook RestrictedPython routes every class statement through."""
     return ScriptClassFactory(guards.raw)
+
+
+@recursion_safe  # reads only
+def _spec_numbers(spec: str, value: Any) -> list[str]:
+    """The numbers in a format spec that size what the format makes: every one, but a
+    precision that only cuts a string or meets inf or nan (the standard mini-language's).
+    A number's precision counts even where CPython writes no zeros past its digits ('g'):
+    it allocates that many bytes first."""
+    standard = _STANDARD_SPEC.fullmatch(spec) if type(spec) is str else None
+    if standard is None:
+        return _FORMAT_NUMBERS.findall(spec)
+    numbers = [standard["width"]]
+    kind = type(value)
+    cuts = kind is str or standard["type"] == "s"
+    if not (cuts or (kind is float and not math.isfinite(value))):
+        numbers.append(standard["precision"] or "")
+    return [number for number in numbers if number]
 
 
 class OpaqueType:

@@ -61,6 +61,19 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("super-format", "super(str, 'x').format('{0.__class__}', 1)", SEC),
     ("format-width-bomb", "'{:>999999999}'.format(1)", LIMIT),
     ("format-literal-wide-spec", "'{0:{1}}'.format(1, 999999999)", LIMIT),
+    # a number's precision counts as a width does ('g' allocates it, whatever it writes)
+    ("format-precision-fixed", "f'{1.5:.999999999f}'", LIMIT),
+    ("format-precision-shortest", "format(1.5, '.999999999g')", LIMIT),
+    (
+        "format-precision-decimal",
+        "import decimal\nformat(decimal.Decimal('1.5'), '.999999999g')",
+        LIMIT,
+    ),
+    (
+        "format-precision-script-str",
+        "class S(str):\n    pass\nformat(S('x'), '.999999999d')",
+        LIMIT,
+    ),
     ("format-literal-index-path", "'{0[0].__class__.__bases__}'.format([1])", SEC),
     ("replace-literal-growth", "('a' * 10**6).replace('a', 'bb' * 600)", LIMIT),
     ("ljust-variable-width", "w = 10**10\n'x'.ljust(w)", LIMIT),
