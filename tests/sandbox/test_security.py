@@ -216,6 +216,8 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("str-format-unbound", "f = str.format\nf('{0.__class__.__subclasses__}', 1)", SEC),
     ("join-bomb-generator", "''.join('x' * 10**6 for _ in range(10**4))", LIMIT),
     ("staticmethod-func", "s = staticmethod(len)\ns.__func__", SEC),
+    # an lru_cache hands out what it wraps only when that is the script's own function
+    ("lru-cache-wrapped-host", "import functools\nfunctools.lru_cache(None)(len).__wrapped__", SEC),
     # Writes to what the host owns
     ("write-facade", "import json\njson.dumps = print", SEC),
     ("setattr-facade", "import math\nsetattr(math, 'pi', 3)", SEC),
