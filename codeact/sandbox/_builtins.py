@@ -90,6 +90,8 @@ _STAND_IN_KEY = object()
 
 
 register_readable(_GuardedType)
+# A bare object() (a sentinel) has no public attribute: reading one is CPython's AttributeError.
+register_readable(object)
 # @x.setter and friends; fget/fset/fdel are the script's own functions.
 register_readable(property, names=("getter", "setter", "deleter", "fget", "fset", "fdel"))
 register_readable(LongRange, names=("start", "stop", "step", "count", "index"))

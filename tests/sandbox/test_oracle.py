@@ -27,10 +27,14 @@ from typing import Any
 import pytest
 
 from codeact import ErrorCode, ToolError
+from codeact.sandbox import Limits
 
 from .conftest import CPYTHON_WORKER, EXECUTORS, Runner
 
 ORACLE = Path(__file__).parent / "oracle"
+# Behaviour, not speed, is compared: a run stalled on a loaded machine must not end at a
+# limit CPython has not (a script the sandbox cannot finish still fails, only later).
+ORACLE_LIMITS = Limits(wall_seconds=30.0, cpu_seconds=10.0)
 MARK = "# === "
 ASYNC_CATEGORY = "async"
 # Scripts of these categories change what the process keeps (logging's handlers, warnings'
@@ -193,7 +197,7 @@ def observed(run: Runner, source: str) -> Behaviour:
     ],
 )
 def oracle_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
-    runner = Runner(kind=request.param)
+    runner = Runner(ORACLE_LIMITS, kind=request.param)
     yield runner
     runner.close()
 
