@@ -287,10 +287,11 @@ def test_a_recursion_error_in_json_indented_encoding_is_the_scripts() -> None:
     """json's pure-Python encoder (an indent) nests a generator per level: stopped at the
     limit, it is the script's to catch, as the C encoder's is (the oracle's case). In a
     host's thread only: at a worker's deeper limit, resuming so deep a chain of generators
-    for every chunk takes seconds."""
+    for every chunk takes seconds (and as many where the host's own limit is as deep: the
+    run's limits leave room for it)."""
     from codeact.stdlib import standard_sandbox
 
-    sandbox = standard_sandbox(limits=LIMITS)
+    sandbox = standard_sandbox(limits=Limits(wall_seconds=60.0, cpu_seconds=30.0))
     script = (
         "import json\nx = {}\nfor _ in range(30_000):\n    x = {'a': [x]}\n"
         "try:\n    json.dumps(x, indent=2)\nexcept RecursionError as error:\n"
