@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -148,6 +149,29 @@ def test_a_message_on_its_way_is_read_within_the_window_and_a_silence_is_not_wai
     assert pipe.receive_soon(spinner) is None  # polling is off after a window went by
     os.write(worker_writes, b'{"op": "call"}\n')
     assert pipe.receive(5) == {"op": "call"}  # the spaces before it were kept and parsed
+
+
+def test_a_spinner_that_lost_the_processor_backs_off_before_polling_again() -> None:
+    """An answer read past the window means other processes held the processor while this
+    one polled: a short sleep does not turn polling on again until the back-off is over."""
+    from codeact.executors._spin import Spinner
+
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    try:
+        for backoff, polls_again in ((3600.0, False), (0.0, True)):
+            spinner = Spinner(window=0.001, backoff=backoff)
+            os.write(write_end, b"x")
+            assert spinner.read(read_end, time.perf_counter() - 1.0) == b"x"  # past its window
+            os.write(write_end, b"y")
+            assert spinner.read(read_end) is None  # off: the caller sleeps instead
+            spinner.slept(0.0)
+            assert (spinner.read(read_end) == b"y") is polls_again
+            if not polls_again:
+                assert os.read(read_end, 1) == b"y"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_a_spinner_polls_again_only_after_a_wait_that_would_have_fitted() -> None:
