@@ -188,6 +188,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     # enum.EnumType as scripts hold it names the metaclass and answers isinstance: its own
     # call (the functional form, or a class from a namespace) is never reached through it
     ("enum-type-called", "import enum\nenum.EnumType('E', (), {'A': 1})", SEC),
+    ("enum-type-written", "import enum\nenum.EnumType.x = 1", SEC),  # one stand-in, every session's
     (
         "enum-type-of-a-class-called",
         "import enum\nclass B(enum.Enum):\n    A = 1\ntype(B)('E', 'X Y')",
