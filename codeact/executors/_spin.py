@@ -53,9 +53,10 @@ class Spinner:
                     return None
                 os.sched_yield()  # the writer may be waiting for this very processor
                 continue
-            if time.perf_counter() > end:  # read past the window: the processor was taken
+            now = time.perf_counter()
+            if now > end:  # read past the window: the processor was taken
                 self._on = False
-                self._resume_at = time.perf_counter() + self.backoff
+                self._resume_at = now + self.backoff
             return chunk
 
     def window_end(self) -> float:

@@ -95,7 +95,7 @@ MAX_MODULUS_BITS = 65_536
 MAX_MODPOW_WORK = 1 << 28
 _PERCENT_SPEC = re.compile(rb"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 _FORMAT_NUMBERS = re.compile(r"\d+")
-_LRU_CACHE_WRAPPER = type(functools.lru_cache(None)(len))
+LRU_CACHE_WRAPPER = type(functools.lru_cache(None)(len))  # functools.lru_cache's and cache's
 # The standard format mini-language: [[fill]align][sign][z][#][0][width][grouping][.precision][type]
 _STANDARD_SPEC = re.compile(
     r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?"
@@ -213,7 +213,7 @@ class Guards:
             # functools.wraps on the script's own function: what the script wrapped (a
             # facade's wrappers are never script functions: their __wrapped__ stays hidden)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
-        elif name == "__wrapped__" and type(obj) is _LRU_CACHE_WRAPPER:
+        elif name == "__wrapped__" and type(obj) is LRU_CACHE_WRAPPER:
             # lru_cache or cache on the script's own function: that function, and nothing
             # else an lru_cache may wrap (a host callable stays hidden)
             wrapped = getattr(obj, name, _MISSING)

@@ -43,7 +43,13 @@ import regex
 from ..contract._exceptions import ToolError
 from ..sandbox._builtins import guarded_type
 from ..sandbox._errors import LimitExceeded, SecurityViolation, recursion_safe
-from ..sandbox._guards import OPAQUE_CLASSES, Guards, OpaqueType, ScriptFormatter
+from ..sandbox._guards import (
+    LRU_CACHE_WRAPPER,
+    OPAQUE_CLASSES,
+    Guards,
+    OpaqueType,
+    ScriptFormatter,
+)
 from ..sandbox._ownership import (
     SCRIPT_CLASSES,
     SHOWN,
@@ -639,7 +645,7 @@ def _register_readable_types() -> None:
         types.GeneratorType,
         functools.partial,
         functools.cached_property,
-        type(functools.lru_cache(None)(len)),
+        LRU_CACHE_WRAPPER,
         type(functools.lru_cache(None)(len).cache_info()),  # hits, misses, maxsize, currsize
         type(Counter().most_common),
         OpaqueType,
