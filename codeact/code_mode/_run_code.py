@@ -284,6 +284,8 @@ def run_code_tool(
             abort.abort("the script ended")
             if printed is not None:
                 printed.flush()
+            if relay is not None:  # every event of the run before its own end
+                relay.flush()
         return _script_result(outcome, session_names, code, findings)
 
     return Tool(

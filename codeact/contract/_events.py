@@ -132,6 +132,11 @@ class EventRelay:
             self._scheduled = True
         self._loop.call_soon_threadsafe(self._drain)
 
+    def flush(self) -> None:
+        """Deliver what is pending now (on the loop): the emitting thread's work ended and
+        its result reached the loop without a turn of it (a caller that lingered on it)."""
+        self._drain()
+
     def _drain(self) -> None:
         while True:
             with self._lock:

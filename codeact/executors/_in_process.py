@@ -332,6 +332,7 @@ class InProcessExecutor:
 
         def batch_from_script(calls: list[tuple[str, dict[str, JsonValue]]]) -> list[object]:
             names = [name for name, _ in calls]
+            thread.release_caller()  # the loop answers: a caller lingering on the run goes back
             results: list[ToolExecutionResult] = anyio.from_thread.run(
                 cancellable, lambda: batch(calls), names, token=token
             )
@@ -352,6 +353,7 @@ class InProcessExecutor:
                 async def one() -> list[ToolExecutionResult]:
                     return [await bounded(name, arguments)]
 
+                thread.release_caller()
                 results = anyio.from_thread.run(cancellable, one, [name], token=token)
             answer = answer_of(results[0])
             if isinstance(answer, ToolError):
@@ -372,7 +374,7 @@ class InProcessExecutor:
 
         try:
             async with taken(self._threads):  # at most SCRIPT_THREADS scripts at once
-                return await thread.run(run_script)
+                return await thread.run(run_script, linger=self._gates.alone())
         except anyio.get_cancelled_exc_class():
             stop.set()  # a run still queued in the session's thread stops as soon as it starts
             for scope in list(in_flight):  # each call in flight ends as ABORTED

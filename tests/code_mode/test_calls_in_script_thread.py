@@ -1,5 +1,6 @@
 """Sync tools called from in-process scripts run in the script's thread (no handoff), with
-the same pipeline: every result and event equals the one the event loop's path gives."""
+the same pipeline: every result and event equals the one the event loop's path gives; calls
+the loop answers send back a caller lingering on the run."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import threading
 import time
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from codeact import (
@@ -20,6 +23,7 @@ from codeact import (
 )
 from codeact.code_mode._run_code import RUN_CODE, run_code_tool
 from codeact.contract._dispatch import current_invocation
+from codeact.executors import _threads
 from codeact.executors._in_process import InProcessExecutor
 from codeact.sandbox import Limits
 from codeact.sandbox._limits import WATCHDOG
@@ -139,3 +143,34 @@ async def test_events_of_calls_answered_in_the_script_thread_arrive_in_order() -
         assert kinds.index(("ToolCallStarted", f"outer.{index}")) < kinds.index(
             ("ToolCallFinished", f"outer.{index}")
         )
+
+
+@tool
+async def echo_later(x: int) -> int:
+    """x, after a turn of the event loop."""
+    await anyio.lowlevel.checkpoint()
+    return x
+
+
+async def test_a_run_whose_calls_need_the_loop_sends_a_lingering_caller_back_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A caller served alone lingers on its run for a moment; made a minute here, a run that
+    # did not send it back before a call the loop answers would hold the loop past the bound.
+    monkeypatch.setattr(_threads, "LINGER_SECONDS", 60.0)
+    registry = ToolRegistry()
+    registry.register(echo_later)
+    limits = Limits(wall_seconds=30)
+    executor = InProcessExecutor(limits=limits)
+    registry.register(run_code_tool(registry, limits=limits, executor=executor))
+    script = "import asyncio\nfirst = echo_later(1)\n[first, await asyncio.gather(*(echo_later(i) for i in range(3)))]"
+    try:
+        with anyio.fail_after(30):
+            for number in range(3):
+                result = await registry.execute(
+                    ToolCall(f"run{number}", RUN_CODE, {"code": script})
+                )
+                assert not result.is_error, result.text
+                assert result.value["result"] == (1, (0, 1, 2))  # type: ignore[index]
+    finally:
+        await executor.aclose()

@@ -1,11 +1,15 @@
-"""A session's own thread: results, errors, context, cancellation, idle exit, close."""
+"""A session's own thread: results, errors, context, cancellation, idle exit, close, and a
+caller lingering on a short job."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import pytest
 
 from codeact.executors._threads import SessionThread
@@ -116,5 +120,80 @@ async def test_an_idle_thread_keeps_nothing_of_its_last_job_alive() -> None:
         gc.collect()
         assert any(t.name == "test-holds-nothing" for t in threading.enumerate())  # still idle
         assert gone() is None, "the idle thread still refers to its last job's context"
+    finally:
+        thread.close()
+
+
+async def test_a_lingering_caller_takes_a_short_jobs_result_without_a_turn_of_the_loop() -> None:
+    thread = SessionThread("test-linger")
+    thread.linger_seconds = 30.0  # whatever the machine's load, the job ends within it
+    loop_turned = threading.Event()
+
+    def fail() -> None:
+        raise ValueError("from a lingered job")
+
+    try:
+        for job, expected in ((lambda: 7, 7), (fail, None)):
+            loop_turned.clear()
+            asyncio.get_running_loop().call_soon(loop_turned.set)
+            if expected is None:
+                with pytest.raises(ValueError, match="lingered job"):
+                    await thread.run(job, linger=True)
+            else:
+                assert await thread.run(job, linger=True) == expected
+            assert not loop_turned.is_set()  # the result came before the loop went round
+            await anyio.lowlevel.checkpoint()
+            assert loop_turned.is_set()
+    finally:
+        thread.close()
+
+
+async def test_a_job_that_needs_the_loop_sends_a_lingering_caller_back_to_it() -> None:
+    thread = SessionThread("test-linger-release")
+    thread.linger_seconds = 60.0  # a caller not sent back holds the loop past the bound
+    token = anyio.lowlevel.current_token()
+
+    async def on_loop() -> str:
+        await anyio.lowlevel.checkpoint()
+        return "answered on the loop"
+
+    def needs_the_loop() -> str:
+        thread.release_caller()
+        return anyio.from_thread.run(on_loop, token=token)
+
+    try:
+        with anyio.fail_after(20):
+            assert await thread.run(needs_the_loop, linger=True) == "answered on the loop"
+            assert thread.lingering  # sent back is not outlasting the moment
+    finally:
+        thread.close()
+
+
+async def test_a_job_that_outlasts_the_moment_turns_lingering_off_until_a_wait_proves_short() -> (
+    None
+):
+    thread = SessionThread("test-linger-off")
+    thread.linger_seconds = 0.01
+    release = threading.Event()
+
+    def slow() -> str:
+        release.wait(30)  # set by the loop, which runs only once the caller stopped lingering
+        return "slow"
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            results: list[str] = []
+
+            async def wait_for_slow() -> None:
+                results.append(await thread.run(slow, linger=True))
+
+            tasks.start_soon(wait_for_slow)
+            await anyio.lowlevel.checkpoint()
+            release.set()
+        assert results == ["slow"]
+        assert not thread.lingering
+        thread.linger_seconds = 3600.0  # the next wait, on the loop, surely fits it
+        assert await thread.run(lambda: "short", linger=True) == "short"
+        assert thread.lingering
     finally:
         thread.close()
