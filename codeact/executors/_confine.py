@@ -168,7 +168,7 @@ def confine(
     if threading.active_count() != 1:  # Landlock and no_new_privs bind the calling thread only
         raise RuntimeError("a worker must confine itself before it starts any thread")
     libc = ctypes.CDLL(None, use_errno=True)
-    seccomp = _load_seccomp()  # before the worker loses the right to read its libraries
+    seccomp = load_seccomp()  # before the worker loses the right to read its libraries
     parent = os.getppid()
     paths = _interpreter_paths(readable)
     _layer(report, "network_namespace", lambda: _new_network_namespace(libc))
@@ -190,7 +190,7 @@ def confine_template() -> ConfinementReport:
         report.missing.update({"no_new_privs": reason, "seccomp": reason})
         return report
     libc = ctypes.CDLL(None, use_errno=True)
-    seccomp = _load_seccomp()
+    seccomp = load_seccomp()
     denied = [name for name in DENIED_SYSCALLS if name not in TEMPLATE_NEEDS]
     _layer(report, "no_new_privs", lambda: _no_new_privs(libc))
     _layer(report, "seccomp", lambda: _seccomp(seccomp, denied, processes=True))
@@ -333,11 +333,38 @@ def _allow(syscall: Any, ruleset: int, path: str, access: int) -> None:
         os.close(fd)
 
 
-def _load_seccomp() -> Any:
+# The libraries pyseccomp looks up by short name, by the sonames the dynamic loader knows.
+_SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
+
+def load_seccomp() -> Any:
+    """pyseccomp, or the error that kept it from loading.
+
+    On import it asks ``ctypes.util.find_library`` for libc and libseccomp, which runs
+    ``ldconfig -p`` for each: two processes and about 20 ms of a template's start, the
+    path of a host's first script. Meanwhile each short name is answered by its soname
+    when the dynamic loader opens it (what ldconfig's cache would have named); any other
+    name, or a soname the loader cannot open, is looked up as before.
+    """
+    import ctypes.util
+
+    look_up = ctypes.util.find_library
+
+    def by_soname(name: str) -> str | None:
+        soname = _SONAMES.get(name)
+        if soname is not None:
+            with contextlib.suppress(OSError):
+                ctypes.CDLL(soname)
+                return soname
+        return look_up(name)
+
+    ctypes.util.find_library = by_soname
     try:
         import pyseccomp
     except (ImportError, OSError) as error:  # a core dependency on Linux; libseccomp may be gone
         return error
+    finally:
+        ctypes.util.find_library = look_up
     return pyseccomp
 
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 from typing import IO, Any
 
-from ._confine import ConfinementReport
+from ._confine import ConfinementReport, load_seccomp
 from ._early_template import spawn_template
 
 MAX_CONTROL_BYTES = 65_536
@@ -306,9 +306,7 @@ def main() -> None:
     _die_with_host()
     import importlib
 
-    # pyseccomp finds its libraries by running ldconfig twice: that waits beside our imports
-    seccomp = threading.Thread(target=_import_quietly, args=("pyseccomp",))
-    seccomp.start()
+    load_seccomp()  # imported once for every worker (its error is reported by confinement)
     importlib.import_module(module)  # the worker and everything it loads at start
     importlib.import_module("codeact.sandbox._interpreter")
     importlib.import_module("codeact.stdlib._modules")
@@ -317,7 +315,6 @@ def main() -> None:
     for name in PRELOADED:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    seccomp.join()  # one thread again before the fork that makes workers
     from codeact.executors._confine import confine_template, resolve_interpreter_paths
 
     resolve_interpreter_paths()
@@ -345,11 +342,6 @@ def main() -> None:
             else:
                 for fd in fds:
                     os.close(fd)
-
-
-def _import_quietly(name: str) -> None:
-    with contextlib.suppress(ImportError, OSError):  # confinement reports it when it loads
-        __import__(name)
 
 
 def _die_with_host() -> None:

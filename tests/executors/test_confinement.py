@@ -284,3 +284,26 @@ def test_landlock_abi_is_what_this_machine_offers() -> None:
     if abi < 0:
         pytest.skip("this kernel has no Landlock")
     assert abi >= 1
+
+
+def test_seccomp_bindings_load_without_running_ldconfig() -> None:
+    # A fresh interpreter, as a template is: pyseccomp's library lookups are answered by
+    # the loader's sonames, no ldconfig runs, and ctypes' own lookup is left as it was.
+    program = (
+        "import ctypes.util, subprocess\n"
+        "started = []\n"
+        "class Counted(subprocess.Popen):\n"
+        "    def __init__(self, command, *rest, **options):\n"
+        "        started.append(command)\n"
+        "        super().__init__(command, *rest, **options)\n"
+        "subprocess.Popen = Counted\n"
+        "look_up = ctypes.util.find_library\n"
+        "from codeact.executors._confine import load_seccomp\n"
+        "bindings = load_seccomp()\n"
+        "print(bindings.__name__, bindings._libseccomp_path, started,"
+        " ctypes.util.find_library is look_up)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert done.stdout.split() == ["pyseccomp", "libseccomp.so.2", "[]", "True"], done.stderr
