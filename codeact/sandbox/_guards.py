@@ -163,6 +163,10 @@ class Guards:
         else:
             allowed = readable_names(obj)
         if allowed is False or (isinstance(allowed, frozenset) and name not in allowed):
+            if allowed is not False and _defined_nowhere(obj, name):  # a typo: CPython's error
+                if default is not _MISSING:
+                    return default
+                raise self._no_attribute(obj, name)
             # relays (typing aliases, host classes, functions, tools): nothing to read
             what = obj.__name__ if isinstance(obj, type) else kind.__name__
             if allowed is False:
@@ -185,6 +189,25 @@ class Guards:
             if wrap is not None:
                 return wrap(value, self)
         return value
+
+    def _no_attribute(self, obj: Any, name: str) -> AttributeError:
+        """CPython's error for a name nothing defines (its own lookup says it, running
+        nothing), naming a stand-in's type as ``type()`` shows it."""
+        try:
+            _lookup_of(obj)(obj, name)
+        except AttributeError as error:
+            shown = self.type_of(obj)
+            if isinstance(obj, type):
+                return error
+            if shown is type(obj):
+                if shown.__name__ == shown.__qualname__:
+                    return error
+                what = shown.__qualname__  # a runtime's subclass, named as the class it stands for
+            else:
+                module = getattr(shown, "__module__", "builtins")
+                what = shown.__name__ if module == "builtins" else f"{module}.{shown.__name__}"
+            return AttributeError(f"{what!r} object has no attribute {name!r}")
+        raise SecurityViolation(f"the attribute {name!r} is not accessible")  # found after all
 
     def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
         if name in READABLE_DUNDERS:  # __name__, __qualname__, __doc__: plain strings only
@@ -894,6 +917,48 @@ class Builtin:  # type() shows builtins.builtin_function_or_method
 
 
 Builtin.__module__, Builtin.__qualname__ = "builtins", "builtin_function_or_method"
+# the class's own name too (errors name it): its instances' __name__ is each builtin's
+type.__setattr__(Builtin, "__name__", "builtin_function_or_method")
+
+
+# Read through type's own descriptors: a metaclass cannot answer for them.
+_TYPE_DICT = type.__dict__["__dict__"].__get__  # a class's own namespace
+_MRO = type.__dict__["__mro__"].__get__
+_DICT_OFFSET = type.__dict__["__dictoffset__"].__get__
+_GENERIC_LOOKUPS = (object.__dict__["__getattribute__"], type.__dict__["__getattribute__"])
+# a builtin stand-in's __getattr__ answers one name, __qualname__, and nothing public
+_BUILTIN_GETATTR = Builtin.__dict__["__getattr__"]
+
+
+def _defined_nowhere(obj: Any, name: str) -> bool:
+    """Would CPython's lookup of ``obj.name`` find nothing, and run nothing while it looks?
+
+    Read from class namespaces only, compared by identity: no class in the lookup's path
+    defines ``name``, a ``__getattr__`` or a lookup of its own, and ``obj`` has no
+    instance dict to look in (what a host object keeps there is not the script's to probe).
+    """
+    kind = type(obj)
+    path = _MRO(kind)
+    if isinstance(obj, type):
+        path = _MRO(obj) + path  # a class's attribute: its own classes, then its metaclass's
+    elif _DICT_OFFSET(kind):
+        return False
+    for cls in path:
+        namespace = _TYPE_DICT(cls)
+        if name in namespace:
+            return False
+        fallback = namespace.get("__getattr__")
+        if fallback is not None and fallback is not _BUILTIN_GETATTR:
+            return False
+        lookup = namespace.get("__getattribute__")
+        if lookup is not None and not any(lookup is generic for generic in _GENERIC_LOOKUPS):
+            return False
+    return True
+
+
+def _lookup_of(obj: Any) -> Callable[[Any, str], Any]:
+    """CPython's generic lookup for ``obj``: raises its AttributeError for a missing name."""
+    return type.__getattribute__ if isinstance(obj, type) else object.__getattribute__
 
 
 class GuardedMethod:
