@@ -252,32 +252,41 @@ def _interpreter_paths(extra: Iterable[str]) -> list[str]:
     Not every ``sys.path`` entry: the working tree a package is developed in stays out,
     only the package folders themselves are in.
     """
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    paths.update(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib"))
-    paths.update(site.getsitepackages())
-    paths.add(os.path.dirname(os.path.realpath(sys.executable)))
-    for module in list(sys.modules.values()):
+    found = _FOUND
+    if not found:
+        found.update({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+        found.update(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib"))
+        found.update(site.getsitepackages())
+        found.add(os.path.dirname(os.path.realpath(sys.executable)))
+        found.update(_EXTRA_READABLE)
+    for name, module in list(sys.modules.items()):
+        if name in _SEEN_MODULES:
+            continue
+        _SEEN_MODULES.add(name)
         location = getattr(module, "__file__", None)
         if isinstance(location, str):
-            top = module.__name__.partition(".")[0]
-            package = sys.modules.get(top)
+            package = sys.modules.get(module.__name__.partition(".")[0])
             origin = getattr(package, "__file__", None) or location
-            paths.add(os.path.dirname(origin) if origin.endswith("__init__.py") else origin)
+            found.add(os.path.dirname(origin) if origin.endswith("__init__.py") else origin)
     with contextlib.suppress(OSError), open("/proc/self/maps") as maps:
         for line in maps:
             parts = line.split(maxsplit=5)
             mapped = parts[5].strip() if len(parts) == 6 else ""
-            if mapped.startswith("/") and os.path.isfile(mapped):  # not memfd:, not deleted
-                paths.add(os.path.dirname(mapped))
-    paths.update(_EXTRA_READABLE)
-    paths.update(extra)
-    found = {_real_path(p) for p in paths}
+            if mapped.startswith("/") and mapped not in _SEEN_MAPPED:
+                _SEEN_MAPPED.add(mapped)
+                if os.path.isfile(mapped):  # not memfd:, not deleted
+                    found.add(os.path.dirname(mapped))
+    real = {_real_path(p) for p in (*found, *extra)}
     # Never a top-level folder whole (``/``, ``/usr``, ``/root``): a rule covers all below it.
-    return sorted(p for p in found if os.path.exists(p) and p.count("/") >= 2)
+    return sorted(p for p in real if os.path.exists(p) and p.count("/") >= 2)
 
 
 # Resolved once in the template and inherited by every worker forked from it: a worker
-# then resolves only what it loaded after the fork (a hundred paths, milliseconds each start).
+# then looks only at what it loaded after the fork (modules and mappings by name, each path
+# resolved once), not again at the thousand modules and mappings the template had.
+_FOUND: set[str] = set()
+_SEEN_MODULES: set[str] = set()
+_SEEN_MAPPED: set[str] = set()
 _REAL_PATHS: dict[str, str] = {}
 
 

@@ -307,3 +307,25 @@ def test_seccomp_bindings_load_without_running_ldconfig() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert done.stdout.split() == ["pyseccomp", "libseccomp.so.2", "[]", "True"], done.stderr
+
+
+def test_a_worker_adds_to_the_templates_readable_paths_what_it_loaded_after(
+    tmp_path: Path,
+) -> None:
+    # Resolved once in the template, the paths are kept: a forked worker looks again only
+    # at modules and mappings that are new to it, and loses none of the template's.
+    (tmp_path / "loaded_late.py").write_text("VALUE = 1\n")
+    program = (
+        "import sys\n"
+        "from codeact.executors._confine import _interpreter_paths\n"
+        "before = _interpreter_paths(())\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import loaded_late\n"
+        "after = _interpreter_paths(())\n"
+        "print(set(before) <= set(after), loaded_late.__file__ in before,"
+        " loaded_late.__file__ in after)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert done.stdout.split() == ["True", "False", "True"], done.stderr
