@@ -26,6 +26,8 @@ from ..sandbox._ownership import (
 )
 from ..sandbox._script_classes import build_class, runtime_checkable
 
+NONE_TYPE = type(None)
+
 
 class TypingForm:
     """``typing.X`` or ``typing.X[args]`` as a script sees it."""
@@ -56,9 +58,18 @@ class TypingForm:
         raise TypeError(f"Cannot instantiate typing.{self._name}")
 
     def __repr__(self) -> str:
-        if not self._args:
-            return f"typing.{self._name}"
-        return f"typing.{self._name}[{', '.join(_form_repr(a) for a in self._args)}]"
+        args, name = self._args, self._name
+        if not args:
+            return f"typing.{name}"
+        if name == "Literal":  # values, as they are
+            return f"typing.Literal[{', '.join(repr(a) for a in args)}]"
+        if name == "Annotated":  # a type, then metadata as it is
+            shown = [_form_repr(args[0]), *(repr(a) for a in args[1:])]
+            return f"typing.Annotated[{', '.join(shown)}]"
+        if name == "Union" and len(args) == 2 and any(a is None or a is NONE_TYPE for a in args):
+            other = args[1] if args[0] is None or args[0] is NONE_TYPE else args[0]
+            return f"typing.Optional[{_form_repr(other)}]"  # as typing shows X | None
+        return f"typing.{name}[{', '.join(_form_repr(a) for a in args)}]"
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not TypingForm:
@@ -216,8 +227,12 @@ def cast(kind: Any, value: Any) -> Any:
 def _form_repr(arg: Any) -> str:
     if isinstance(arg, type):
         return _class_repr(arg)
-    if arg is None or arg is type(None):
-        return "None"
+    if arg is None:  # typing turns None into its type
+        return "NoneType"
+    if arg is Ellipsis:  # Callable[..., str]
+        return "..."
+    if type(arg) is list:  # Callable's parameters: [int, str]
+        return f"[{', '.join(_form_repr(item) for item in arg)}]"
     return repr(arg)
 
 
