@@ -196,9 +196,9 @@ class Guards:
         try:
             _lookup_of(obj)(obj, name)
         except AttributeError as error:
-            shown = self.type_of(obj)
             if isinstance(obj, type):
                 return error
+            shown = self.type_of(obj)
             if shown is type(obj):
                 if shown.__name__ == shown.__qualname__:
                     return error
