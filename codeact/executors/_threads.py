@@ -32,6 +32,8 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from ._placement import Placement
+
 T = TypeVar("T")
 IDLE_SECONDS = 30.0
 # Longer than a short script's whole run in its thread; the most a caller blocks its loop.
@@ -97,6 +99,7 @@ class SessionThread:
         self.linger_seconds = LINGER_SECONDS
         self._lingering = True  # while waits prove shorter than linger_seconds
         self._running: _Job | None = None  # the job in hand (read in this session's thread)
+        self._placement = Placement()  # asleep on a lingering caller's processor
 
     async def run(self, function: Callable[[], T], *, linger: bool = False) -> T:
         """``function()`` in this session's thread, in a copy of the caller's context.
@@ -107,16 +110,22 @@ class SessionThread:
             return await anyio.to_thread.run_sync(function, abandon_on_cancel=True)
         job = _Job(function, contextvars.copy_context())
         asked = time.perf_counter()
+        lingered = linger and self._lingering  # blocked, the GIL let go: the job runs
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"{self.name} is closed")
-            self._jobs.put(job)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
                 _start_with_stack(self._thread, self.stack_bytes)
-        lingered = linger and self._lingering  # blocked, the GIL let go: the job runs
-        if lingered and not job.ready.acquire(timeout=self.linger_seconds) and not job.outcome:
-            self._lingering = False  # outlasted the moment: the loop waits from now on
+            # a lingering handoff stays on one processor (see _placement)
+            held = self._placement.hold_together(self._thread.native_id) if lingered else None
+            self._jobs.put(job)
+        if lingered:
+            try:
+                if not job.ready.acquire(timeout=self.linger_seconds) and not job.outcome:
+                    self._lingering = False  # outlasted the moment: the loop waits from now on
+            finally:
+                self._placement.let_go(held)  # before anything else runs in this thread
         outcome = job.outcome_or_future(loop)
         if isinstance(outcome, asyncio.Future):
             outcome = await outcome  # cancelled: the job is abandoned, it runs on
@@ -157,6 +166,8 @@ class SessionThread:
                 continue
             if job is _STOP:
                 return
+            if self._placement.held:  # the job runs, and starts threads, unheld
+                self._placement.session_lets_go()
             self._running = job
             try:
                 outcome: tuple[bool, Any] = (True, job.context.run(job.function))

@@ -1,17 +1,20 @@
-"""A session's own thread: results, errors, context, cancellation, idle exit, close, and a
-caller lingering on a short job."""
+"""A session's own thread: results, errors, context, cancellation, idle exit, close, a
+caller lingering on a short job, and the processors the two are held to meanwhile."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
+from collections.abc import Iterator
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import pytest
 
+from codeact.executors._placement import Placement
 from codeact.executors._threads import SessionThread
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +200,153 @@ async def test_a_job_that_outlasts_the_moment_turns_lingering_off_until_a_wait_p
         assert thread.lingering
     finally:
         thread.close()
+
+
+placement = pytest.mark.skipif(
+    not Placement().enabled, reason="this platform cannot place a thread on a processor"
+)
+
+
+@pytest.fixture
+def all_processors() -> Iterator[set[int]]:
+    """The test's thread free to run on every processor it may (whatever an earlier test
+    left), those processors; its own set is given back after."""
+    own = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    yield os.sched_getaffinity(0)
+    os.sched_setaffinity(0, own)
+
+
+@placement
+async def test_a_lingering_handoff_holds_the_caller_to_its_processor_and_gives_it_back(
+    all_processors: set[int],
+) -> None:
+    thread = SessionThread("test-placement")
+    thread.linger_seconds = 30.0  # whatever the machine's load, the job ends within it
+    caller = threading.get_native_id()
+    before = all_processors
+
+    def observe() -> tuple[set[int], set[int]]:
+        return os.sched_getaffinity(caller), os.sched_getaffinity(0)
+
+    try:
+        seen = [await thread.run(observe, linger=True) for _ in range(20)]
+        after = os.sched_getaffinity(0)
+    finally:
+        thread.close()
+    for caller_during, job_during in seen:
+        assert len(caller_during) == 1  # held to one processor for the handoff
+        assert caller_during <= before
+        assert job_during == before  # the job runs with the processors it had
+    assert after == before  # given back before the caller went on
+
+
+@placement
+async def test_a_caller_keeps_a_narrow_set_of_processors_it_had(all_processors: set[int]) -> None:
+    before = all_processors
+    narrow = {max(before)}
+    thread = SessionThread("test-placement-narrow")
+    thread.linger_seconds = 30.0
+    os.sched_setaffinity(0, narrow)
+    try:
+        for _ in range(5):
+            assert await thread.run(lambda: 1, linger=True) == 1
+            assert os.sched_getaffinity(0) == narrow  # neither widened nor lost
+    finally:
+        thread.close()
+        os.sched_setaffinity(0, before)
+
+
+@placement
+async def test_a_caller_that_does_not_linger_is_never_held(all_processors: set[int]) -> None:
+    thread = SessionThread("test-placement-off")
+    caller = threading.get_native_id()
+    before = all_processors
+    try:
+        seen = [await thread.run(lambda: os.sched_getaffinity(caller)) for _ in range(5)]
+    finally:
+        thread.close()
+    assert seen == [before] * 5
+
+
+@placement
+async def test_a_job_that_outlasts_the_moment_holds_nothing_while_it_runs(
+    all_processors: set[int],
+) -> None:
+    thread = SessionThread("test-placement-long")
+    thread.linger_seconds = 0.01
+    before = all_processors
+    release = threading.Event()
+    job_thread: list[int] = []
+    started_by_job: list[set[int]] = []
+
+    def long_job() -> str:
+        job_thread.append(threading.get_native_id())
+        child = threading.Thread(target=lambda: started_by_job.append(os.sched_getaffinity(0)))
+        child.start()
+        child.join()
+        release.wait(30)  # set by the loop, which runs only once the caller went back to it
+        return "done"
+
+    async def check_while_it_runs() -> None:
+        with anyio.fail_after(20):
+            while not job_thread:
+                await anyio.sleep(0.005)
+        try:
+            assert os.sched_getaffinity(0) == before  # the loop's thread runs free
+            assert os.sched_getaffinity(job_thread[0]) == before  # so does the job
+        finally:
+            release.set()
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            results: list[str] = []
+
+            async def wait() -> None:
+                results.append(await thread.run(long_job, linger=True))
+
+            tasks.start_soon(wait)
+            tasks.start_soon(check_while_it_runs)
+    finally:
+        thread.close()
+    assert results == ["done"]
+    assert started_by_job == [before]  # a thread the job starts inherits nothing held
+
+
+@placement
+def test_callers_on_many_loops_at_once_each_get_back_their_own_processors(
+    all_processors: set[int],
+) -> None:
+    before = all_processors
+    masks = [set(before), {min(before)}, {max(before)}, set(before)]
+    got: dict[int, list[set[int]]] = {}
+    failures: list[BaseException] = []
+
+    def caller(index: int) -> None:
+        os.sched_setaffinity(0, masks[index])
+        thread = SessionThread(f"test-placement-{index}")
+        thread.linger_seconds = 30.0
+
+        async def runs() -> list[set[int]]:
+            seen = []
+            for n in range(200):
+                assert await thread.run(lambda n=n: n, linger=True) == n
+                seen.append(os.sched_getaffinity(0))
+            return seen
+
+        try:
+            got[index] = asyncio.run(runs())
+        except BaseException as error:  # reported by the test's own thread
+            failures.append(error)
+        finally:
+            thread.close()
+
+    callers = [threading.Thread(target=caller, args=(i,)) for i in range(len(masks))]
+    for started in callers:
+        started.start()
+    for started in callers:
+        started.join(60)
+    assert not failures, failures
+    assert {i: {frozenset(m) for m in seen} for i, seen in got.items()} == {
+        i: {frozenset(mask)} for i, mask in enumerate(masks)
+    }
