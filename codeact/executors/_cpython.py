@@ -343,6 +343,7 @@ class CPythonScripts:
     def _fresh() -> dict[str, Any]:
         return {
             "__name__": "__main__",
+            "__doc__": None,  # a module's, until a script that opens with a docstring binds it
             "__builtins__": builtins,
             "ToolError": ToolError,  # what a failed tool raises, by the name both modes give it
             ASYNC_CALL_NAME: _async_call,

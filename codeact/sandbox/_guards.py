@@ -75,6 +75,7 @@ from ._work_bounds import (
     exact_len,
     is_repeatable,
     rational_bits,
+    repeated_len,
     text_base,
     ticking,
     with_interruptible_callbacks,
@@ -735,11 +736,11 @@ class Guards:
         if is_repeatable(a) and not is_repeatable(b):
             b = exact_index(b)
             if type(b) is int:  # exact sizes: a subclass of list or str may lie
-                self._check_items(exact_len(a) * b, a)
+                self._check_items(repeated_len(a, b), a)
         elif is_repeatable(b) and not is_repeatable(a):
             a = exact_index(a)
             if type(a) is int:
-                self._check_items(exact_len(b) * a, b)
+                self._check_items(repeated_len(b, a), b)
         elif isinstance(a, int) and isinstance(b, int):  # int.bit_length: a subclass may lie
             if int.bit_length(a) + int.bit_length(b) > self.limits.max_int_bits:
                 raise LimitExceeded("integer size")

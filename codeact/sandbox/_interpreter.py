@@ -248,6 +248,7 @@ class Sandbox:
         self.globals = {
             "__builtins__": self._builtins,
             "__name__": SCRIPT_MODULE_NAME,
+            "__doc__": None,  # a script that opens with a docstring binds it, as a module does
             SCOPE_KEY: SCOPE_MARK,
         }
 
@@ -860,7 +861,7 @@ def _bind(
 
 def _is_internal_name(name: str) -> bool:
     """The guards' names and temporaries (``_getattr_``, ``_tmp0``), ``__builtins__``."""
-    if name == "__name__":
+    if name in ("__name__", "__doc__"):
         return False
     return name.startswith("_") and (name.endswith("_") or name.startswith("_tmp"))
 

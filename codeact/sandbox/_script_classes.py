@@ -427,14 +427,21 @@ def runtime_checkable(cls: Any) -> Any:
     return cls
 
 
+_METACLASS_CONFLICT = (
+    "metaclass conflict: the metaclass of a derived class must be a (non-strict) subclass "
+    "of the metaclasses of all its bases"
+)
+
+
 def _metaclass_for(bases: tuple[type, ...]) -> type:
     winner: type = type
     for base in bases:
+        if not isinstance(base, type):  # no class is made: CPython's own refusal
+            raise TypeError(_METACLASS_CONFLICT)
         # A host class as a base lends the script methods that read attributes with the
         # real getattr (string.Formatter) or write host registries (typing, abc).
-        if not isinstance(base, type) or not (base in SCRIPT_CLASSES or base in BASE_CLASSES):
-            what = base.__name__ if isinstance(base, type) else type(base).__name__
-            raise SecurityViolation(f"script classes cannot derive from {what}")
+        if not (base in SCRIPT_CLASSES or base in BASE_CLASSES):
+            raise SecurityViolation(f"script classes cannot derive from {base.__name__}")
         meta = type(base)
         if issubclass(meta, winner):
             winner = meta

@@ -228,7 +228,9 @@ class CodeActPolicy(RestrictingNodeTransformer):
         if node.id == "printed":  # no special meaning here: an ordinary name
             self.used_names[node.id] = True
             return node
-        if node.id == "__name__" and isinstance(node.ctx, ast.Load):  # ``== "__main__"``
+        if node.id in READABLE_DUNDERS and isinstance(node.ctx, ast.Load):
+            # ``== "__main__"``; the module's docstring; in a class body, its own names
+            # (``__module__``, ``__qualname__``: strings CPython binds before the body runs)
             return node
         if node.id == "__file__" and isinstance(node.ctx, ast.Load):
             # read as CPython reads it in code run from a string: no such global, so a
@@ -750,8 +752,9 @@ def _guarded_method_call(call: ast.Call) -> ast.expr:
 
 # What a class body may bind by assignment: the dunder methods it may define (bound to
 # another of its functions, a class, or None, as CPython's ``__hash__ = None``: each has
-# no more power than a ``def`` calling the same value), and its docstring.
-CLASS_BODY_DUNDERS = SCRIPT_DUNDERS | {"__doc__"}
+# no more power than a ``def`` calling the same value), its docstring, and a ``__name__``
+# its instances show (the class's own name is ``type``'s, which a body cannot replace).
+CLASS_BODY_DUNDERS = SCRIPT_DUNDERS | {"__doc__", "__name__"}
 
 
 def _mark_class_dunders(node: ast.ClassDef) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import collections
 import operator
+import sys
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
@@ -93,6 +94,21 @@ def exact_len(obj: Any) -> int:
         if isinstance(obj, base):
             return int(base.__len__(obj))
     return len(obj)
+
+
+@recursion_safe  # reads only
+def repeated_len(sequence: Any, count: int) -> int:
+    """The length of ``sequence * count`` as CPython makes it: 0 for a count CPython
+    refuses before it makes anything (past an index-sized integer: its OverflowError), at
+    most a bounded deque's ``maxlen`` (it keeps only the last items, and repeats no more)."""
+    if not -sys.maxsize - 1 <= count <= sys.maxsize:
+        return 0
+    length = exact_len(sequence) * max(count, 0)
+    if isinstance(sequence, collections.deque):
+        bound = collections.deque.maxlen.__get__(sequence)  # the deque's own, not a subclass's
+        if type(bound) is int:
+            return min(length, bound)
+    return length
 
 
 def ticking(iterator: Iterator[Any]) -> Iterator[Any]:

@@ -204,6 +204,13 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("class-body-hash-on-a-str", "class S(str):\n    __hash__ = None\nS('a')", SEC),
     ("class-body-other-dunder", "class A:\n    __getattribute__ = print\nA()", SEC),
     ("module-level-dunder-name", "__repr__ = 1", SEC),
+    # a class body may read its own __module__ and __qualname__ and name its instances,
+    # never rename the class or its module, nor rebind a module's names
+    ("class-body-qualname", "class A:\n    __qualname__ = 'B'", SEC),
+    ("class-body-module", "class A:\n    __module__ = 'os'", SEC),
+    ("module-level-name", "__name__ = 'os'", SEC),
+    ("module-level-doc", "__doc__ = len", SEC),
+    ("function-level-doc", "def f():\n    __doc__ = len\nf()", SEC),
     # a class's dunders assigned later (a class decorator's way) go through the rules its
     # class statement applies: __exit__ wrapped so it cannot swallow a limit, no __hash__
     # on a str subclass; and only on the script's own classes

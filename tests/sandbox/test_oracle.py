@@ -154,7 +154,11 @@ def _reference_here(source: str, category: str) -> Behaviour:
     code = compile(
         tree, "<script>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
-    scope: dict[str, Any] = {"__name__": "__main__", **_tools(category == ASYNC_CATEGORY)}
+    scope: dict[str, Any] = {
+        "__name__": "__main__",
+        "__doc__": None,  # a module's (the builtins module's otherwise shows through)
+        **_tools(category == ASYNC_CATEGORY),
+    }
     printed = io.StringIO()
     error = None
     # CPython's default filters, not the suite's: a script run by the interpreter never
