@@ -33,6 +33,7 @@ from ._limits import Limits
 from ._ownership import (
     BASE_CLASSES,
     DUNDER_DATA,
+    DUNDER_METHODS,
     GENERIC_BASES,
     HOST_METHOD_NAMES,
     HOST_METHODS,
@@ -164,7 +165,9 @@ class Guards:
         else:
             allowed = readable_names(obj)
         if allowed is False or (isinstance(allowed, frozenset) and name not in allowed):
-            if allowed is not False and _defined_nowhere(obj, name):  # a typo: CPython's error
+            # a typo: CPython's error (builtins, the runtime's and CPython's, have no public
+            # name to hide; other relays refuse every name)
+            if (allowed is not False or kind in _NO_PUBLIC_NAMES) and _defined_nowhere(obj, name):
                 if default is not _MISSING:
                     return default
                 raise self._no_attribute(obj, name)
@@ -205,7 +208,10 @@ class Guards:
                     return error
                 what = shown.__qualname__  # a runtime's subclass, named as the class it stands for
             else:
-                module = getattr(shown, "__module__", "builtins")
+                # a stand-in for a host type is named by the type it shows (its own module
+                # is this one)
+                real = _OPAQUE_REAL[id(shown)][0] if type(shown) is OpaqueType else shown
+                module = getattr(real, "__module__", "builtins")
                 what = shown.__name__ if module == "builtins" else f"{module}.{shown.__name__}"
             return AttributeError(f"{what!r} object has no attribute {name!r}")
         raise SecurityViolation(f"the attribute {name!r} is not accessible")  # found after all
@@ -226,6 +232,8 @@ class Guards:
         elif name in DATA_DUNDERS and name in DUNDER_DATA.get(type(obj), ()):
             # list[int].__args__: what the script subscripted with, read back
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        elif name in DUNDER_METHODS.get(type(obj), ()):  # a path's __fspath__: its string
+            return getattr(obj, name)
         elif name == "__parameters__" and isinstance(obj, type) and obj in SCRIPT_CLASSES:
             found = _class_parameters(obj)
             if found is not None:
@@ -703,6 +711,9 @@ class Guards:
             return builtins.sum(iterable, start)
         if isinstance(start, str):
             raise TypeError("sum() can't sum strings [use ''.join(seq) instead]")
+        if isinstance(start, bytes | bytearray):  # CPython's own refusals, word for word
+            what = "bytes" if isinstance(start, bytes) else "bytearray"
+            raise TypeError(f"sum() can't sum {what} [use b''.join(seq) instead]")
         total = start
         for item in iterable:  # bytecode between steps: limits can stop a quadratic sum
             if isinstance(total, SEQUENCES):
@@ -712,6 +723,11 @@ class Guards:
 
     @recursion_safe
     def join(self, separator: Any, items: Iterable[Any]) -> Any:
+        if type(items) is not list and type(items) is not tuple:
+            try:
+                items = iter(items)
+            except TypeError:
+                raise TypeError("can only join an iterable") from None
         parts = items if type(items) is list or type(items) is tuple else list(items)
         base = text_base(separator)
         measure = len if set(map(type, parts)) <= {base} else exact_len  # subclasses may lie
@@ -929,6 +945,24 @@ _DICT_OFFSET = type.__dict__["__dictoffset__"].__get__
 _GENERIC_LOOKUPS = (object.__dict__["__getattribute__"], type.__dict__["__getattribute__"])
 # a builtin stand-in's __getattr__ answers one name, __qualname__, and nothing public
 _BUILTIN_GETATTR = Builtin.__dict__["__getattr__"]
+# Callables whose classes define no public name: a public name read on one is a typo.
+_NO_PUBLIC_NAMES = frozenset(
+    {
+        Builtin,
+        types.BuiltinFunctionType,
+        types.MethodDescriptorType,
+        types.WrapperDescriptorType,
+        types.MethodWrapperType,
+        types.ClassMethodDescriptorType,
+    }
+)
+# CPython's own callables name a lookup in their class's namespace: the generic one (each
+# C type's slot wrapper of it), so a lookup there runs nothing of the object either
+_GENERIC_LOOKUPS += tuple(
+    _TYPE_DICT(kind)["__getattribute__"]
+    for kind in _NO_PUBLIC_NAMES
+    if "__getattribute__" in _TYPE_DICT(kind)
+)
 
 
 def _defined_nowhere(obj: Any, name: str) -> bool:

@@ -472,7 +472,7 @@ class Sandbox:
     def _print(self, run: _Run, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         unknown = set(kwargs) - {"sep", "end", "file", "flush"}
         if unknown:
-            raise TypeError(f"{next(iter(unknown))!r} is an invalid keyword argument for print()")
+            raise TypeError(f"'{next(iter(unknown))}' is an invalid keyword argument for print()")
         target = kwargs.get("file")
         if target is not None:
             return self._print_to(target, args, kwargs)

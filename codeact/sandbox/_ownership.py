@@ -74,6 +74,10 @@ DUNDER_DATA: dict[type, frozenset[str]] = {
     types.UnionType: frozenset({"__args__", "__parameters__"}),
 }
 
+# Host dunder methods a type's objects show scripts, by type: protocol methods that hand
+# back the object's own plain data (a path's ``__fspath__``, its string), nothing else.
+DUNDER_METHODS: dict[type, frozenset[str]] = {}
+
 # Types whose public attributes read raw (no guard call): exact plain data, nothing more.
 # Frozen, so it is complete before the first guard exists; a session adds its own classes
 # to its guards' copy as its scripts make them.

@@ -6,6 +6,7 @@ a module: ``json.codecs`` or ``datetime.sys`` simply do not exist on it.
 
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import Mapping
 from typing import Any
@@ -39,9 +40,13 @@ class Facade:
         try:
             return self._members[key]
         except KeyError:
-            raise AttributeError(
-                f"module {self._name!r} has no attribute {key!r} in scripts"
-            ) from None
+            # "in scripts" where the module has the name and scripts are not given it;
+            # CPython's words where the module has no such name either (its namespace
+            # read, nothing of it run)
+            real = sys.modules.get(self._name)
+            withheld = real is None or key in vars(real)
+            where = " in scripts" if withheld else ""
+            raise AttributeError(f"module {self._name!r} has no attribute {key!r}{where}") from None
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError(f"module {self._name!r} is read-only")

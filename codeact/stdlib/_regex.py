@@ -161,11 +161,31 @@ def _sized_expand(method: Any, guards: Guards) -> Callable[[Any], Any]:
     return expand
 
 
+def _group_keys(method: Any, guards: Guards) -> Callable[..., Any]:
+    """``Match.group``, ``span``, ``start``, ``end``: a group is named by an integer or a
+    string, and anything else is no such group (``re``'s IndexError, where the engine
+    raises a TypeError)."""
+
+    def named_groups(*groups: Any) -> Any:
+        for group in groups:
+            if isinstance(group, str | bytes) or hasattr(type(group), "__index__"):
+                continue
+            for unhashable in (list, dict, set, bytearray):  # looked up among the names
+                if isinstance(group, unhashable):
+                    raise TypeError(f"unhashable type: '{unhashable.__name__}'")
+            raise IndexError("no such group")
+        return method(*groups)
+
+    return named_groups
+
+
 register_readable(regex.Pattern, names=PATTERN_NAMES)
 register_readable(regex.Match, names=MATCH_NAMES)
 for _name in MATCHING:
     register_host_method(regex.Pattern, _name, _pattern_method(_name))
 register_host_method(regex.Match, "expand", _sized_expand)
+for _name in ("group", "span", "start", "end"):
+    register_host_method(regex.Match, _name, _group_keys)
 
 
 def fnmatch_members(re_facade: Any) -> dict[str, Any]:

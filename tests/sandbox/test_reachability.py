@@ -115,6 +115,7 @@ PROBED_DUNDERS = (
     "__set_name__",
     "__class_getitem__",
     "__abstractmethods__",
+    "__fspath__",
 )
 # Private names of the runtime's own stand-ins and wrappers, tried on everything.
 PROBED_PRIVATE = ("_real", "_construct", "_members", "_guards", "_cls", "_bound", "_call", "_span")
@@ -128,6 +129,7 @@ ALLOWED_DUNDERS = frozenset(
     | {"__bases__", "__base__", "__mro__"}  # a script class's bases, as type() shows them
     | {"__abstractmethods__"}  # the names a script ABC lacks: strings
     | {"__new__"}  # the script's own, or a builtin's that makes only the script's objects
+    | {"__fspath__"}  # a path's own string, by a bound method of its class
     | INERT_DUNDERS
     | CHANGING_DUNDERS
 )
@@ -556,6 +558,7 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox(crawled: Crawled) -
         path.endswith(".__wrapped__") and _script_defined(value, sandbox.globals)
         for path, value in reached
     )
+    assert any(path.endswith(".__fspath__") for path, _ in reached)  # a path's, and on
     assert len(reached) < MAX_OBJECTS  # and ended with nothing left, not at its bound
 
 
