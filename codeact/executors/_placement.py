@@ -79,8 +79,8 @@ class Placement:
         try:
             if self._session_allowed is None:
                 self._session_allowed = os.sched_getaffinity(native_id)
-            if here not in self._session_allowed:  # the caller may run where it may not
-                return None
+            if len(self._session_allowed) == 1 or here not in self._session_allowed:
+                return None  # one processor: nothing to gather; or none the two share
             caller_allowed = os.sched_getaffinity(0)
             os.sched_setaffinity(native_id, {here})
             self.held = True
