@@ -174,13 +174,8 @@ class AllowedImports(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         top = name.partition(".")[0]
-        if top not in self.allowed:
-            offered = ", ".join(self.packages) or "none"
-            raise ModuleNotFoundError(
-                f"No module named {top!r}: scripts here import the standard library and the "
-                f"packages this executor allows ({offered})",
-                name=top,
-            )
+        if top not in self.allowed:  # CPython's words; uncaught, the run's hint says why
+            raise ModuleNotFoundError(f"No module named {top!r}", name=top)
         return None  # the ordinary finders look it up
 
 
@@ -548,12 +543,20 @@ class CPythonScripts:
             code, message = known
         else:
             code, message = ErrorCode.CODE_RUNTIME_ERROR, _exception_text(error)
+        hint = None
+        if isinstance(error, ModuleNotFoundError):
+            offered = ", ".join(self.packages) or "none"
+            hint = (
+                "scripts here import the standard library and the packages this executor "
+                f"allows ({offered})"
+            )
         return ScriptError(
             code=code,
             message=_bounded(message),
             kind=type(error).__name__ if code == ErrorCode.CODE_RUNTIME_ERROR else "",
             line=line,
             source_line=source_line,
+            hint=hint,
         )
 
 

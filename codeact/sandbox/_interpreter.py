@@ -652,11 +652,11 @@ class Sandbox:
         if level != 0:  # as CPython says of code run from a string: a script has no package
             raise ImportError("attempted relative import with no known parent package")
         if facade is None:
-            importable = ", ".join(sorted(self._facades))
-            # An ImportError, as CPython raises: a script may fall back when it catches one.
-            raise ModuleNotFoundError(
-                f"No module named {name!r} in scripts (importable: {importable})", name=name
-            )
+            # An ImportError in CPython's words: a script may fall back when it catches one;
+            # uncaught, its hint lists what scripts may import
+            top = name.partition(".")[0]  # a package is looked up before its modules
+            missing = name if top in self._facades else top
+            raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
         for wanted in fromlist or ():
             # from typing import get_type_hints: said here, naming the module (CPython's
             # own words would name none: a facade has no __name__, on purpose)
@@ -953,6 +953,8 @@ def _hint(
             return f"bound tools: {', '.join(sorted(tools))}"
     if isinstance(error, ToolError):
         return "catch ToolError in the script to handle a failed tool call"
+    if isinstance(error, ModuleNotFoundError) and missing not in modules:
+        return f"scripts may import: {', '.join(sorted(modules))}"
     return None
 
 
