@@ -51,6 +51,7 @@ from ..sandbox._guards import (
     ScriptFormatter,
 )
 from ..sandbox._ownership import (
+    DUNDER_METHODS,
     SCRIPT_CLASSES,
     SHOWN,
     exact_arguments,
@@ -695,6 +696,8 @@ def _register_readable_types() -> None:
         Counter,
         writable=True,
     )
+    # d.__missing__(key): what d[key] does for a missing key (the factory, then the entry)
+    DUNDER_METHODS[collections.defaultdict] = frozenset({"__missing__"})
 
 
 # What type() of these shows: the public name each stands for.

@@ -116,6 +116,7 @@ PROBED_DUNDERS = (
     "__class_getitem__",
     "__abstractmethods__",
     "__fspath__",
+    "__missing__",
 )
 # Private names of the runtime's own stand-ins and wrappers, tried on everything.
 PROBED_PRIVATE = ("_real", "_construct", "_members", "_guards", "_cls", "_bound", "_call", "_span")
@@ -130,6 +131,7 @@ ALLOWED_DUNDERS = frozenset(
     | {"__abstractmethods__"}  # the names a script ABC lacks: strings
     | {"__new__"}  # the script's own, or a builtin's that makes only the script's objects
     | {"__fspath__"}  # a path's own string, by a bound method of its class
+    | {"__missing__"}  # a defaultdict's: its factory's value for a key, as d[key] makes it
     | INERT_DUNDERS
     | CHANGING_DUNDERS
 )
@@ -559,6 +561,7 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox(crawled: Crawled) -
         for path, value in reached
     )
     assert any(path.endswith(".__fspath__") for path, _ in reached)  # a path's, and on
+    assert any(path.endswith(".__missing__") for path, _ in reached)  # a defaultdict's
     assert len(reached) < MAX_OBJECTS  # and ended with nothing left, not at its bound
 
 
