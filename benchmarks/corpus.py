@@ -122,7 +122,7 @@ def compare(path: Path) -> tuple[str, str, list[Any] | None, list[Any] | None]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--diffs", type=Path, help="write the differing scripts' results here")
     arguments = parser.parse_args()
