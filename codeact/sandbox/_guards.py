@@ -283,6 +283,9 @@ class Guards:
         that defines it is the script's, or the method is one a script may hold."""
         defining = next((k for k in mro if name in vars(k)), None)
         if defining is None:
+            kept = _kept_on_instance(obj, name)  # n.__abs__ = None: where CPython looks next
+            if kept is not _MISSING:
+                return kept
             if default is not _MISSING:
                 return default
             raise AttributeError(f"{mro[0].__name__!r} object has no attribute {name!r}")
@@ -963,6 +966,18 @@ _GENERIC_LOOKUPS += tuple(
     for kind in _NO_PUBLIC_NAMES
     if "__getattribute__" in _TYPE_DICT(kind)
 )
+
+
+def _kept_on_instance(obj: Any, name: str) -> Any:
+    """What the script's own instance keeps under ``name`` in its ``__dict__`` (a dunder
+    it set there), read from the real dict: no code of the object runs."""
+    if isinstance(obj, type) or not is_script_class(type(obj)):
+        return _MISSING
+    try:
+        namespace = object.__getattribute__(obj, "__dict__")
+    except AttributeError:  # __slots__: no instance dict
+        return _MISSING
+    return namespace.get(name, _MISSING) if type(namespace) is dict else _MISSING
 
 
 def _defined_nowhere(obj: Any, name: str) -> bool:
