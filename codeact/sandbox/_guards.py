@@ -33,7 +33,6 @@ from ._limits import Limits
 from ._ownership import (
     BASE_CLASSES,
     DUNDER_DATA,
-    DUNDER_METHODS,
     GENERIC_BASES,
     HOST_METHOD_NAMES,
     HOST_METHODS,
@@ -58,7 +57,6 @@ from ._transformer import (
     CLASS_BODY_DUNDERS,
     CLASS_DATA_DUNDERS,
     COPY_HOOKS,
-    DATA_DUNDERS,
     ENUM_SUNDERS,
     FORBIDDEN_ATTRIBUTES,
     GUARDED_ATTRIBUTES,
@@ -229,11 +227,10 @@ class Guards:
                 return value
         elif name in GUARDED_DUNDERS:
             return self._dunder(obj, name, default)
-        elif name in DATA_DUNDERS and name in DUNDER_DATA.get(type(obj), ()):
-            # list[int].__args__: what the script subscripted with, read back
+        elif name in DUNDER_DATA.get(type(obj), ()):
+            # list[int].__args__: what the script subscripted with, read back; a path's
+            # __fspath__, its string
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
-        elif name in DUNDER_METHODS.get(type(obj), ()):  # a path's __fspath__: its string
-            return getattr(obj, name)
         elif name == "__parameters__" and isinstance(obj, type) and obj in SCRIPT_CLASSES:
             found = _class_parameters(obj)
             if found is not None:

@@ -67,16 +67,13 @@ MUTABLE_TYPES: set[type] = {list, dict, set, bytearray}
 # Facade types: the public names a script may read (None: every public name).
 READABLE: dict[type, frozenset[str] | None] = {}
 
-# Dunder data a type's objects show scripts (``list[int].__args__``), by type: what the
-# script put in when it made the object, never code or the host's state.
+# Dunders a type's objects show scripts, by type: data the script put in when it made the
+# object (``list[int].__args__``), or a protocol method that hands back the object's own
+# data (a path's ``__fspath__``); never code of the host's to hold, nor the host's state.
 DUNDER_DATA: dict[type, frozenset[str]] = {
     types.GenericAlias: frozenset({"__args__", "__origin__", "__parameters__"}),
     types.UnionType: frozenset({"__args__", "__parameters__"}),
 }
-
-# Host dunder methods a type's objects show scripts, by type: protocol methods that hand
-# back the object's own plain data (a path's ``__fspath__``, its string), nothing else.
-DUNDER_METHODS: dict[type, frozenset[str]] = {}
 
 # Types whose public attributes read raw (no guard call): exact plain data, nothing more.
 # Frozen, so it is complete before the first guard exists; a session adds its own classes

@@ -51,7 +51,7 @@ from ..sandbox._guards import (
     ScriptFormatter,
 )
 from ..sandbox._ownership import (
-    DUNDER_METHODS,
+    DUNDER_DATA,
     SCRIPT_CLASSES,
     SHOWN,
     exact_arguments,
@@ -697,7 +697,7 @@ def _register_readable_types() -> None:
         writable=True,
     )
     # d.__missing__(key): what d[key] does for a missing key (the factory, then the entry)
-    DUNDER_METHODS[collections.defaultdict] = frozenset({"__missing__"})
+    DUNDER_DATA[collections.defaultdict] = frozenset({"__missing__"})
 
 
 # What type() of these shows: the public name each stands for.

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..sandbox._errors import SandboxStop
 from ..sandbox._guards import Guards
-from ..sandbox._ownership import DUNDER_METHODS, register_readable
+from ..sandbox._ownership import DUNDER_DATA, register_readable
 from ._facade import Facade, pick
 from ._recorded import entropy
 
@@ -233,7 +233,7 @@ def _register() -> None:
     )
     register_readable(ScriptStream, names=("write", "writelines", "flush", "isatty", "encoding"))
     for path_type in (pathlib.PurePosixPath, pathlib.PureWindowsPath, PosixPath):
-        DUNDER_METHODS[path_type] = frozenset({"__fspath__"})  # os.PathLike: the path's str
+        DUNDER_DATA[path_type] = frozenset({"__fspath__"})  # os.PathLike: the path's str
 
 
 # What type() of these shows: the public names they stand for.

@@ -7,7 +7,7 @@ import asyncio
 import contextvars
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import anyio
 import anyio.from_thread
@@ -172,6 +172,21 @@ async def test_a_job_that_needs_the_loop_sends_a_lingering_caller_back_to_it() -
         thread.close()
 
 
+async def lingering_beside(
+    thread: SessionThread, job: Callable[[], str], on_loop: Callable[[], Awaitable[None]]
+) -> str:
+    """``job``'s result, its caller lingering, while ``on_loop`` runs on the caller's loop."""
+    results: list[str] = []
+
+    async def wait() -> None:
+        results.append(await thread.run(job, linger=True))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(wait)
+        tasks.start_soon(on_loop)
+    return results[0]
+
+
 async def test_a_job_that_outlasts_the_moment_turns_lingering_off_until_a_wait_proves_short() -> (
     None
 ):
@@ -183,17 +198,12 @@ async def test_a_job_that_outlasts_the_moment_turns_lingering_off_until_a_wait_p
         release.wait(30)  # set by the loop, which runs only once the caller stopped lingering
         return "slow"
 
+    async def release_once_the_loop_turns() -> None:
+        await anyio.lowlevel.checkpoint()
+        release.set()
+
     try:
-        async with anyio.create_task_group() as tasks:
-            results: list[str] = []
-
-            async def wait_for_slow() -> None:
-                results.append(await thread.run(slow, linger=True))
-
-            tasks.start_soon(wait_for_slow)
-            await anyio.lowlevel.checkpoint()
-            release.set()
-        assert results == ["slow"]
+        assert await lingering_beside(thread, slow, release_once_the_loop_turns) == "slow"
         assert not thread.lingering
         thread.linger_seconds = 3600.0  # the next wait, on the loop, surely fits it
         assert await thread.run(lambda: "short", linger=True) == "short"
@@ -299,17 +309,9 @@ async def test_a_job_that_outlasts_the_moment_holds_nothing_while_it_runs(
             release.set()
 
     try:
-        async with anyio.create_task_group() as tasks:
-            results: list[str] = []
-
-            async def wait() -> None:
-                results.append(await thread.run(long_job, linger=True))
-
-            tasks.start_soon(wait)
-            tasks.start_soon(check_while_it_runs)
+        assert await lingering_beside(thread, long_job, check_while_it_runs) == "done"
     finally:
         thread.close()
-    assert results == ["done"]
     assert started_by_job == [before]  # a thread the job starts inherits nothing held
 
 
