@@ -2,9 +2,10 @@
 
 Absent on purpose: ``open``, ``exec``, ``eval``, ``compile``, ``__import__`` (imports go
 through the facade importer), ``input``, ``breakpoint``, ``memoryview``, a raw
-``getattr``, ``BaseException`` and ``BaseExceptionGroup`` (each would catch or carry a
-limit). ``KeyboardInterrupt``, ``SystemExit`` and ``GeneratorExit`` are there to raise
-and name; none of them catches a limit. ``globals`` and ``locals``
+``getattr`` and ``BaseExceptionGroup`` (it would carry a stop past the handlers that
+re-raise it). ``BaseException``, ``KeyboardInterrupt``, ``SystemExit`` and
+``GeneratorExit`` are there to raise, derive from and name; none of them catches a limit,
+since every handler re-raises a stop first. ``globals`` and ``locals``
 are snapshots without the guards' names; ``vars`` reads only the script's own objects.
 """
 
@@ -45,7 +46,8 @@ _EXCEPTIONS = (
     "BrokenPipeError InterruptedError BlockingIOError ChildProcessError ProcessLookupError "
     "IndentationError TabError BufferError UnicodeTranslateError SyntaxWarning "
     "FutureWarning PendingDeprecationWarning ImportWarning UnicodeWarning BytesWarning "
-    "ResourceWarning EncodingWarning ExceptionGroup KeyboardInterrupt SystemExit GeneratorExit"
+    "ResourceWarning EncodingWarning ExceptionGroup KeyboardInterrupt SystemExit GeneratorExit "
+    "BaseException"
 )
 
 
@@ -74,7 +76,9 @@ class _GuardedType(type):
         return isinstance(obj, real) or (real is range and type(obj) is LongRange)
 
     def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, _STAND_INS[id(cls)][0])
+        found = _STAND_INS.get(id(sub)) if type(sub) is _GuardedType else None
+        # issubclass(type, type): a stand-in asked about itself answers for its real type
+        return issubclass(sub if found is None else found[0], _STAND_INS[id(cls)][0])
 
     def __repr__(cls) -> str:
         return repr(_STAND_INS[id(cls)][0])

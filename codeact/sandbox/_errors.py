@@ -1,7 +1,8 @@
 """What ends a script run early, as exceptions the script itself cannot catch.
 
 Both derive from ``BaseException`` and neither is bound in a script's builtins, so
-``except Exception`` (and a bare ``except``, rewritten to it) never catches them.
+``except Exception`` (and a bare ``except``, rewritten to it) never catches them, and a
+handler that names ``BaseException`` re-raises them before its first statement.
 """
 
 from __future__ import annotations

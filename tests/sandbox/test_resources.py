@@ -41,6 +41,20 @@ LOOPS = {
     "while-true": "while True:\n    pass",
     "bare-except-swallow": "while True:\n    try:\n        while True:\n            pass\n    except:\n        pass",
     "exception-swallow": "while True:\n    try:\n        while True:\n            pass\n    except Exception:\n        pass",
+    # BaseException is offered: its handler re-raises the stop before its first statement
+    "base-exception-swallow": (
+        "while True:\n    try:\n        while True:\n            pass\n"
+        "    except BaseException as caught:\n        kept = caught"
+    ),
+    "base-exception-star-swallow": (
+        "while True:\n    try:\n        while True:\n            pass\n"
+        "    except* BaseException:\n        pass"
+    ),
+    "base-exception-subclass-swallow": (
+        "class Mine(BaseException):\n    pass\n"
+        "while True:\n    try:\n        while True:\n            pass\n"
+        "    except (Mine, BaseException):\n        pass"
+    ),
     "finally-loop": "try:\n    while True:\n        pass\nfinally:\n    while True:\n        pass",
     "with-exit-swallows": (
         "class Quiet:\n    def __enter__(self):\n        return self\n"
