@@ -1,9 +1,10 @@
 """The builtins a script sees: a curated set, with guarded stand-ins where size or reach matters.
 
-Absent on purpose: ``open``, ``exec``, ``eval``, ``compile``, ``__import__`` (imports go
-through the facade importer), ``input``, ``breakpoint``, ``memoryview``, a raw
-``getattr`` and ``BaseExceptionGroup`` (it would carry a stop past the handlers that
-re-raise it). ``BaseException``, ``KeyboardInterrupt``, ``SystemExit`` and
+Absent on purpose: ``open``, ``compile`` (scripts hold no code objects: ``eval`` and
+``exec``, which the interpreter adds, take text it compiles under the script's policy),
+``__import__`` (imports go through the facade importer), ``input``, ``breakpoint``,
+``memoryview``, a raw ``getattr`` and ``BaseExceptionGroup`` (it would carry a stop past
+the handlers that re-raise it). ``BaseException``, ``KeyboardInterrupt``, ``SystemExit`` and
 ``GeneratorExit`` are there to raise, derive from and name; none of them catches a limit,
 since every handler re-raises a stop first. ``globals`` and ``locals``
 are snapshots without the guards' names; ``vars`` reads only the script's own objects.
@@ -179,6 +180,8 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "ToolError": ToolError,  # shown as codeact.ToolError, its public name
             "__build_class__": builtins.__build_class__,
             "__import__": importer,
+            # what a class statement in exec'd code with globals of {} takes as its module
+            "__name__": "builtins",
         }
     )
     for name in ("type", "range", "bytes", "bytearray", "map", "filter", "zip", "enumerate"):

@@ -11,10 +11,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType
 
-from ._parsing import compile_tree, parse
+from ._parsing import compile_tree, parse, parse_in_mode
 from ._transformer import CodeActPolicy
 
 SCRIPT_FILENAME = "<script>"
+# What a script gives ``eval`` or ``exec``: its code under a name of its own, so an error's
+# line in the script stays the line that made the call (CPython's ``<string>`` is taken
+# by code the host's own libraries generate, which must never count as the script's).
+STRING_FILENAME = "<script string>"
+SCRIPT_FILES = frozenset({SCRIPT_FILENAME, STRING_FILENAME})
+STRING_SHOWN_AS = "<string>"  # the name CPython's messages give it
 # ``await`` at the top of a script, as in a notebook: the code object is then a coroutine.
 TOP_LEVEL_AWAIT = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 COMPILE_CACHE_SIZE = 512
@@ -56,6 +62,39 @@ def compile_script(source: str) -> CompiledScript:
         return CompiledScript(syntax_error=f"the script cannot be compiled: {error}")
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompiledString:
+    """A string a script gave ``eval`` or ``exec``, compiled, or the error CPython raises
+    for it (its class and arguments, made anew each time), or what the policy refused."""
+
+    code: CodeType | None = None
+    error: tuple[type[Exception], tuple[object, ...]] | None = None
+    violations: tuple[str, ...] = ()
+
+
+class _ForStrings(CodeActPolicy):
+    keeps_last_value = False
+
+
+@functools.lru_cache(maxsize=COMPILE_CACHE_SIZE)
+def compile_string(source: str | bytes, mode: str) -> CompiledString:
+    """Compile what a script gave ``eval`` (mode "eval") or ``exec`` ("exec") under the
+    script's own policy. A RecursionError propagates (the caller was deep), uncached."""
+    try:
+        tree = parse_in_mode(source, STRING_SHOWN_AS, mode)
+    except (SyntaxError, ValueError) as error:
+        return CompiledString(error=(type(error), error.args))
+    policy = _ForStrings()
+    policy.visit(tree)
+    if policy.errors:
+        return CompiledString(violations=tuple(policy.errors))
+    try:
+        return CompiledString(code=compile_tree(tree, STRING_FILENAME, mode=mode))
+    except SyntaxError as error:  # found only when compiling ('await' outside a function)
+        where = (STRING_SHOWN_AS, error.lineno, error.offset, error.text)
+        return CompiledString(error=(type(error), (error.msg, where)))
+
+
 @contextlib.contextmanager
 def _deeper_recursion() -> Iterator[None]:
     """The transformer recurses a few frames per AST level: a 300-term sum needs room."""
@@ -81,4 +120,14 @@ def describe_syntax_error(error: SyntaxError) -> str:
     return message
 
 
-__all__ = ["SCRIPT_FILENAME", "CompiledScript", "compile_script", "describe_syntax_error"]
+__all__ = [
+    "SCRIPT_FILENAME",
+    "SCRIPT_FILES",
+    "STRING_FILENAME",
+    "STRING_SHOWN_AS",
+    "CompiledScript",
+    "CompiledString",
+    "compile_script",
+    "compile_string",
+    "describe_syntax_error",
+]

@@ -50,7 +50,7 @@ def _mark_code(code: CodeType) -> None:
 
 
 @recursion_safe  # reads only
-def failed_in_script(error: BaseException, script_file: str) -> bool:
+def failed_in_script(error: BaseException, script_files: frozenset[str]) -> bool:
     """Was ``error`` raised where the script's own code was running: in its frame (a call
     it made never began, C code it called failed, its own raise), or in host frames marked
     ``recursion_safe`` under it? From any other host frame, host code stopped halfway."""
@@ -58,7 +58,7 @@ def failed_in_script(error: BaseException, script_file: str) -> bool:
     frames = error.__traceback__
     while frames is not None:
         code = frames.tb_frame.f_code
-        if code.co_filename == script_file:
+        if code.co_filename in script_files:
             in_script = True
         elif code not in _RECURSION_SAFE:
             in_script = False
@@ -71,7 +71,7 @@ MAX_CONTEXT_LINKS = 100
 
 
 @recursion_safe  # reads only
-def recursion_in_script(error: BaseException, script_file: str) -> bool:
+def recursion_in_script(error: BaseException, script_files: frozenset[str]) -> bool:
     """Is ``error``, and every RecursionError it was raised in handling, the script's own
     (``failed_in_script``)? A handler at the deepest frame cannot finish judging the error
     it caught (its own calls are one frame too deep): the RecursionError that raises
@@ -79,7 +79,7 @@ def recursion_in_script(error: BaseException, script_file: str) -> bool:
     links = 0
     link: BaseException | None = error
     while link is not None and links < MAX_CONTEXT_LINKS:
-        if isinstance(link, RecursionError) and not failed_in_script(link, script_file):
+        if isinstance(link, RecursionError) and not failed_in_script(link, script_files):
             return False
         link = link.__context__
         links += 1

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from typing import Any
 
-from ._compiler import SCRIPT_FILENAME
+from ._compiler import SCRIPT_FILES
 from ._errors import (
     LimitExceeded,
     LimitInterrupt,
@@ -1389,7 +1389,7 @@ def reraise_limits() -> None:
         if tripped is not None:  # a stop the interpreter could not make this deep: the run's
             # fate all the same (caught, a script spinning at its deepest frame would run on)
             raise LimitInterrupt(tripped, f"the script exceeded its {tripped} limit") from None
-        if not recursion_in_script(error, SCRIPT_FILENAME):
+        if not recursion_in_script(error, SCRIPT_FILES):
             # host code stopped halfway through its work: its state is not the script's to see
             raise LimitExceeded("recursion depth", recursion_words(error)) from None
     if isinstance(error, MemoryError):

@@ -20,7 +20,7 @@ from ..contract._exceptions import ErrorCode, ToolError
 from ..contract._json import JsonValue, NotJsonError, detach
 from ._async import BatchCaller, run_coroutine, running_script_loop, tool_failure
 from ._builtins import safe_builtins
-from ._compiler import SCRIPT_FILENAME, compile_script
+from ._compiler import SCRIPT_FILENAME, SCRIPT_FILES, compile_script
 from ._errors import (
     LimitExceeded,
     SandboxStop,
@@ -54,11 +54,12 @@ from ._outcome import (
     ScriptOutcome,
     ToolCallRecord,
 )
-from ._ownership import SCOPE_KEY, SCOPE_MARK
+from ._ownership import SCOPE_KEY, SCOPE_MARK, is_internal_name
 from ._pending import CALLS, Pending, PreviewStop, marked, refuse_forged_mark
 from ._printed import Printed
 from ._script_classes import swap_class_builder
 from ._sealed import seal_module_classes
+from ._string_code import string_code_builtins
 from ._transformer import RESULT_NAME
 
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
@@ -242,6 +243,10 @@ class Sandbox:
         self._builtins = safe_builtins(self.guards, self._import)
         self._builtins["globals"] = Builtin(self._globals_snapshot, "globals")
         self._builtins["locals"] = Builtin(self._locals_snapshot, "locals")
+        self._builtins.update(string_code_builtins(self.limits))
+        # print() finds the run it prints into: a function exec made keeps a copy of the
+        # scope's guards, which must still print into the run that calls it later
+        self._print_builtin = Builtin(self._print_in_run, "print")
         self._operator_guards = operator_guards(self.guards)
         self.guards.run_coroutine = self._run_coroutine
         self.guards.emit = self._emit
@@ -387,7 +392,7 @@ class Sandbox:
             output=Printed(self.limits.max_output_chars),
         )
         scope = self.globals
-        scope.update(self._run_globals(run))
+        scope.update(self._run_globals())
         for name, parameters in tools.items():
             scope[name] = BoundTool(name, parameters, self._call_tool, _BINDING_KEY)
         self._run = run
@@ -438,12 +443,8 @@ class Sandbox:
             error=failure,
         )
 
-    def _run_globals(self, run: _Run) -> dict[str, Any]:
+    def _run_globals(self) -> dict[str, Any]:
         guards = self.guards
-
-        def print_(*args: Any, **kwargs: Any) -> None:
-            self._print(run, args, kwargs)
-
         return {
             "_getattr_": guards.getattr,
             "_inplacevar_": guards.inplace,
@@ -453,7 +454,7 @@ class Sandbox:
             "_format_spec_": guards.format_spec,
             "_reraise_limits_": reraise_limits,
             # a builtin as CPython shows it; a call error names it "print()"
-            "_print_": Builtin(print_, "print"),
+            "_print_": self._print_builtin,
             "__metaclass__": script_class_factory(guards),
             "_int_": int,
             "_type_": type,
@@ -468,6 +469,12 @@ class Sandbox:
         if RESULT_NAME not in scope:
             return None
         return plain_result(scope[RESULT_NAME])
+
+    def _print_in_run(self, *args: Any, **kwargs: Any) -> None:
+        run = self._run
+        if run is None:
+            raise RuntimeError("not inside a script run")
+        self._print(run, args, kwargs)
 
     def _print(self, run: _Run, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         unknown = set(kwargs) - {"sep", "end", "file", "flush"}
@@ -577,18 +584,19 @@ class Sandbox:
         return value
 
     def _globals_snapshot(self) -> dict[str, Any]:
-        """``globals()``: a copy of the script's names, without the guards (never the live dict,
-        whose guard entries a script could rebind)."""
-        return {k: v for k, v in self.globals.items() if not _is_internal_name(k)}
+        """``globals()``: a copy of the calling script frame's module names (the session's, or
+        those ``exec`` was given), without the guards (never the live dict, whose guard
+        entries a script could rebind)."""
+        frame = sys._getframe(2)  # past the Builtin that holds this method
+        scope = frame.f_globals if frame.f_code.co_filename in SCRIPT_FILES else self.globals
+        return {k: v for k, v in scope.items() if not is_internal_name(k)}
 
     def _locals_snapshot(self) -> dict[str, Any]:
         """``locals()``: a copy of the calling script frame's names; no other frame's."""
         frame = sys._getframe(2)  # past the Builtin that holds this method
-        if frame.f_code.co_filename != SCRIPT_FILENAME:  # called through a host function
+        if frame.f_code.co_filename not in SCRIPT_FILES:  # called through a host function
             raise SecurityViolation("locals() is only available called from script code")
-        if frame.f_globals is frame.f_locals:
-            return self._globals_snapshot()
-        return {k: v for k, v in frame.f_locals.items() if not _is_internal_name(k)}
+        return {k: v for k, v in frame.f_locals.items() if not is_internal_name(k)}
 
     def _async_call(self, function: Any, /, *args: Any, **kwargs: Any) -> Any:
         """A call written where async code waits for it: a tool's becomes awaitable."""
@@ -857,13 +865,6 @@ def _bind(
     if CALLS.noting:
         CALLS.note(plain)  # the line that made the call, for the run's record
     return plain
-
-
-def _is_internal_name(name: str) -> bool:
-    """The guards' names and temporaries (``_getattr_``, ``_tmp0``), ``__builtins__``."""
-    if name in ("__name__", "__doc__"):
-        return False
-    return name.startswith("_") and (name.endswith("_") or name.startswith("_tmp"))
 
 
 async def _awaited_call(name: str, arguments: dict[str, JsonValue]) -> Any:

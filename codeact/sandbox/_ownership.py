@@ -32,6 +32,14 @@ recursion_safe(weakref.WeakSet.__contains__)  # the membership test asked of it:
 SCOPE_KEY = "__codeact_scope__"
 SCOPE_MARK = object()
 
+
+def is_internal_name(name: str) -> bool:
+    """The guards' names and temporaries (``_getattr_``, ``_tmp0``), ``__builtins__``."""
+    if name in ("__name__", "__doc__"):
+        return False
+    return name.startswith("_") and (name.endswith("_") or name.startswith("_tmp"))
+
+
 # Exact plain data: every public attribute of these is a method or a plain value.
 PLAIN_TYPES: frozenset[type] = frozenset(
     {
@@ -296,6 +304,7 @@ __all__ = [
     "WRITABLE_TYPES",
     "exact_arguments",
     "exact_value",
+    "is_internal_name",
     "is_script_class",
     "is_script_function",
     "is_shared_container",

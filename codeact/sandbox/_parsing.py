@@ -22,15 +22,26 @@ def parse(source: str, filename: str = "<unknown>") -> ast.Module:
         return ast.parse(source, filename, "exec")
 
 
+def parse_in_mode(source: str | bytes, filename: str, mode: str) -> ast.Module | ast.Expression:
+    """A string given to ``eval`` (mode "eval") or ``exec`` (mode "exec"); bytes are
+    decoded as CPython decodes source (UTF-8 unless a coding line says otherwise)."""
+    with _CONVERTING:
+        tree = ast.parse(source, filename, mode)
+    assert isinstance(tree, ast.Module | ast.Expression)
+    return tree
+
+
 def parse_expression(source: str) -> ast.Expression:
     with _CONVERTING:
         return ast.parse(source, mode="eval")
 
 
-def compile_tree(tree: ast.Module, filename: str, *, flags: int = 0) -> CodeType:
+def compile_tree(
+    tree: ast.Module | ast.Expression, filename: str, *, flags: int = 0, mode: str = "exec"
+) -> CodeType:
     with _CONVERTING:
-        code: CodeType = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+        code: CodeType = compile(tree, filename, mode, flags=flags, dont_inherit=True)
     return code
 
 
-__all__ = ["compile_tree", "parse", "parse_expression"]
+__all__ = ["compile_tree", "parse", "parse_expression", "parse_in_mode"]

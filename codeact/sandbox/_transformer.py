@@ -218,6 +218,9 @@ _GUARDED_BINOPS: dict[type[ast.operator], str] = {
 class CodeActPolicy(RestrictingNodeTransformer):
     """RestrictedPython's policy, opened where agents need it and closed where they must not."""
 
+    # A script's last expression is its result; a string given to ``exec`` has none.
+    keeps_last_value = True
+
     # Names ------------------------------------------------------------------------
 
     def visit_Name(self, node: ast.Name) -> Any:
@@ -390,6 +393,9 @@ class CodeActPolicy(RestrictingNodeTransformer):
             )
             copy_locations(call, node)
             return call
+        if isinstance(func, ast.Name) and func.id in ("eval", "exec"):
+            # the string is compiled under this same policy when it runs (_string_code)
+            return self.node_contents_visit(node)
         visited = super().visit_Call(node)
         if (
             isinstance(visited, ast.Call)
@@ -671,7 +677,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
         visited = super().visit_Module(node)
         assert isinstance(visited, ast.Module)
         node = visited
-        if node.body and isinstance(node.body[-1], ast.Expr):
+        if self.keeps_last_value and node.body and isinstance(node.body[-1], ast.Expr):
             last = node.body[-1]
             assign = ast.Assign([ast.Name(RESULT_NAME, ast.Store())], last.value)
             copy_locations(assign, last)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..sandbox._compiler import SCRIPT_FILENAME
+from ..sandbox._compiler import SCRIPT_FILENAME, STRING_FILENAME, STRING_SHOWN_AS
 from ..sandbox._errors import SandboxStop
 from ..sandbox._guards import Guards
 from ._facade import Facade
@@ -127,17 +127,20 @@ def _story(
         frames = frames[:limit] if limit >= 0 else frames[limit:]
     if frames:
         lines.append("Traceback (most recent call last):\n")
-        lines.extend(f'  File "{SCRIPT_FILENAME}", line {n}, in {name}\n' for name, n in frames)
+        lines.extend(f'  File "{file}", line {n}, in {name}\n' for file, name, n in frames)
     lines.extend(_only(error))
 
 
-def _script_frames(traceback: Any) -> list[tuple[str, int]]:
-    """(function name, line) of each of the script's own frames, outermost first."""
-    frames: list[tuple[str, int]] = []
+def _script_frames(traceback: Any) -> list[tuple[str, str, int]]:
+    """(file, function name, line) of each of the script's own frames, outermost first;
+    code a script gave ``eval`` or ``exec`` is shown as CPython names it, ``<string>``."""
+    frames: list[tuple[str, str, int]] = []
     while traceback is not None:
         code = traceback.tb_frame.f_code
         if code.co_filename == SCRIPT_FILENAME:
-            frames.append((code.co_name, traceback.tb_lineno))
+            frames.append((SCRIPT_FILENAME, code.co_name, traceback.tb_lineno))
+        elif code.co_filename == STRING_FILENAME:
+            frames.append((STRING_SHOWN_AS, code.co_name, traceback.tb_lineno))
         traceback = traceback.tb_next
     return frames
 

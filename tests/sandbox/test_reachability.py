@@ -674,6 +674,8 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     assert any(target is ENUM_TYPE for _, target in targets)  # called, not only read
     for name in (".__fspath__", ".__missing__", ".group"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
+    for name in ("eval", "exec"):  # a string run as the script's code, called like the rest
+        assert any(target is scope["__builtins__"][name] for _, target in targets), name
     sandbox.limits = CALL_LIMITS
     problems: list[str] = []
     made: list[tuple[str, Any]] = []

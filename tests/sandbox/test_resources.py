@@ -61,6 +61,8 @@ LOOPS = {
         "    def __exit__(self, *exc):\n        return True\n"
         "while True:\n    with Quiet():\n        while True:\n            pass"
     ),
+    "exec-loop": "exec('while True:\\n    pass')",
+    "eval-in-a-loop": "while True:\n    eval('[0] * 10')",
     "generator-loop": "def g():\n    while True:\n        yield 1\nfor _ in g():\n    pass",
     "itertools-count-sum": "import itertools\nsum(itertools.count())",
     "itertools-deque-drain": "import itertools, collections\ncollections.deque(itertools.count(), maxlen=0)",
@@ -79,6 +81,8 @@ LOOPS = {
 
 BOMBS = {
     "string-repeat": "'a' * 10**10",
+    "string-repeat-in-eval": "eval(\"'a' * 10**10\")",
+    "power-in-exec": "exec('n = 10 ** 10 ** 8')",
     "list-repeat": "[0] * 10**9",
     "huge-power": "10 ** 10 ** 8",
     "builtin-pow": "pow(10, 10**8)",

@@ -159,8 +159,60 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("decimal-context-emax", "import decimal\ndecimal.localcontext(Emax=10**18)", LIMIT),
     # Builtins that are not there
     ("open", "open('/etc/passwd').read()", RUN),
-    ("eval", "eval('1')", SEC),
-    ("exec", "exec('1')", SEC),
+    # eval and exec compile their string under the script's own policy, with its guards
+    ("eval-dunder", "eval('().__class__.__bases__[0].__subclasses__()')", SEC),
+    ("exec-dunder-built", "exec('x = object.__sub' + 'classes__()')", SEC),
+    ("exec-import-os", 'exec("import os\\n' + TOUCH + '")', RUN),
+    (
+        "exec-getattribute-hook",
+        "exec('class A:\\n    def __getattribute__(self, n):\\n        return 1')",
+        SEC,
+    ),
+    # the script's namespaces never supply a guard: the code runs in a copy holding the sandbox's
+    (
+        "exec-globals-supply-write-guard",
+        "import json\nexec('json.dumps = len', {'json': json, '_write_': lambda o: o})\n"
+        "json.dumps({})",
+        SEC,
+    ),
+    (
+        "exec-locals-supply-write-guard",
+        "import json\nexec('json.dumps = len', {}, {'json': json, '_write_': lambda o: o})\n"
+        "json.dumps({})",
+        SEC,
+    ),
+    (
+        "exec-guard-added-after-the-function-was-made",
+        "import json\ng = {'json': json}\nexec('def f():\\n    json.dumps = len', g)\n"
+        "g['_write_'] = lambda o: o\ng['f']()\njson.dumps({})",
+        SEC,
+    ),
+    (
+        "exec-guard-added-while-it-runs",
+        "import json\ng = {'json': json}\ndef rig():\n    g['_write_'] = lambda o: o\n"
+        "g['rig'] = rig\nexec('rig()\\njson.dumps = len', g)\njson.dumps({})",
+        SEC,
+    ),
+    (
+        "exec-mapping-class-as-locals",
+        "import json\nclass M(dict):\n    def __getitem__(self, key):\n        return lambda o: o\n"
+        "exec('json.dumps = len', {'json': json}, M())",
+        RUN,
+    ),
+    (
+        "exec-rigged-key",
+        "class K:\n    def __eq__(self, other):\n        return True\n"
+        "    def __hash__(self):\n        return hash('_write_')\n"
+        "exec('x = 1', {K('_write_'): lambda o: o})",
+        RUN,
+    ),
+    (
+        "exec-builtins-supplied",
+        "exec('import json', {'__builtins__': {'__import__': print}})\nos",
+        RUN,
+    ),
+    ("exec-globals-of-a-host-function", "import json\nexec('x = 1', json.dumps.__globals__)", SEC),
+    ("exec-source-size", "exec('x = 1\\n' * 60_000)", LIMIT),
     ("compile", "compile('1', 'x', 'exec')", RUN),
     ("globals", "globals()['_getattr_']", RUN),
     ("vars", "vars()", RUN),
@@ -325,6 +377,21 @@ def test_attack_is_refused(
     assert outcome.error.code == code, outcome.error
     _assert_contained(outcome, marker)
     assert {"os", "subprocess"} & (set(sys.modules) - modules_before) == set()
+
+
+@pytest.mark.parametrize(("attack", "script", "code"), ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_an_attack_given_to_exec_ends_as_it_does_written_out(
+    run: Callable[[str], ScriptOutcome], marker: Path, attack: str, script: str, code: str
+) -> None:
+    """A string is compiled under the script's policy and runs with its guards: every
+    attack above, handed to ``exec`` as text, ends the same way and reaches nothing."""
+    if "await" in script:  # top-level await is a script's, not a string's (a SyntaxError)
+        pytest.skip("exec compiles a module, where await is outside a function")
+    text = script.replace("{marker}", str(marker))
+    outcome = run(f"exec({text!r})")
+    assert outcome.error is not None, f"{attack} succeeded through exec: {outcome.value!r}"
+    assert outcome.error.code == code, outcome.error
+    _assert_contained(outcome, marker)
 
 
 def test_there_are_at_least_sixty_attacks() -> None:

@@ -1,0 +1,113 @@
+"""``eval`` and ``exec``: a string runs as the script's own code, under its rules and limits.
+
+What CPython does with them is the oracle's to check (``oracle/builtins.scripts``); these
+are the sides only a sandbox has: the policy applied to the string, the guards it runs
+with whatever namespace the script hands over, its limits, its tool calls, its errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from codeact.sandbox import Limits
+
+from .conftest import SHARED_RESULT, Runner
+
+MakeRunner = Callable[..., Runner]
+
+
+def test_a_string_is_held_to_the_scripts_rules_and_the_error_says_where(run: Runner) -> None:
+    outcome = run("text = '_write_ = len'\nexec(text)")
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_SECURITY_VIOLATION"
+    assert "the string given to exec uses what scripts may not" in outcome.error.message
+    assert '"_write_" is reserved' in outcome.error.message
+    assert outcome.error.line == 2  # the script's line that handed the string over
+
+
+def test_a_refused_string_cannot_be_caught(run: Runner) -> None:
+    outcome = run(
+        "try:\n    eval('().__class__.__bases__')\nexcept BaseException:\n    caught = True\ncaught"
+    )
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_SECURITY_VIOLATION"
+
+
+def test_a_string_longer_than_a_script_may_be_is_a_limit(make_runner: MakeRunner) -> None:
+    runner = make_runner(Limits(wall_seconds=5.0, cpu_seconds=5.0, max_source_chars=2_000))
+    assert runner("exec('x = 1\\n' * 100)\nx").value == 1
+    outcome = runner("exec('x = 1\\n' * 1_000)")
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert "6,000 characters (limit 2,000" in outcome.error.message
+
+
+def test_tool_calls_made_in_a_string_are_the_runs_own(run: Runner) -> None:
+    outcome = run("exec('first = add(a=1, b=2)')\nsecond = eval('add(a=first, b=10)')\nsecond")
+    assert outcome.error is None, outcome.error
+    assert outcome.value == 13
+    assert [(c.name, c.ok) for c in outcome.tool_calls] == [("add", True), ("add", True)]
+
+
+def test_a_tools_result_changed_in_a_string_leaves_the_hosts_value_alone(run: Runner) -> None:
+    before = list(SHARED_RESULT)
+    outcome = run("exec('kept = shared()\\nkept.append(99)')\nkept")
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [*before, 99]
+    assert before == SHARED_RESULT
+
+
+def test_names_a_string_binds_at_the_top_stay_for_the_next_run(run: Runner) -> None:
+    assert run("exec('def triple(n):\\n    return n * 3\\nbase = 4')").error is None
+    assert run("triple(base)").value == 12
+
+
+def test_a_function_a_string_made_prints_into_the_run_that_calls_it(run: Runner) -> None:
+    assert run("space = {}\nexec('def shout(w):\\n    print(w.upper())', space)").error is None
+    outcome = run("space['shout']('later')")
+    assert outcome.error is None, outcome.error
+    assert outcome.output == "LATER\n"
+
+
+def test_a_namespace_the_script_gives_keeps_only_names(run: Runner) -> None:
+    outcome = run(
+        "space = {'value': 2}\nexec('value = value * 5\\ndel_me = 1\\ndel del_me', space)\n"
+        "sorted(space.items())"
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [["value", 10]]
+
+
+def test_a_namespace_with_a_key_that_is_not_text_is_refused(run: Runner) -> None:
+    outcome = run(
+        "try:\n    exec('x = 1', {1: 'one'})\nexcept TypeError as e:\n    said = str(e)\nsaid"
+    )
+    assert outcome.value == "the globals and locals given to eval() or exec() are names: str keys"
+
+
+def test_a_mapping_class_as_locals_is_refused_in_words(run: Runner) -> None:
+    outcome = run(
+        "class Names(dict):\n    pass\n"
+        "try:\n    eval('1', {}, Names())\nexcept TypeError as e:\n    said = str(e)\nsaid"
+    )
+    assert isinstance(outcome.value, str)
+    assert outcome.value.startswith("locals must be a dict in scripts")
+
+
+@pytest.mark.parametrize(
+    ("script", "words"),
+    [
+        ("exec('while True:\\n    pass')", "limit"),
+        ("def down(n):\n    return eval('down(n + 1)')\ndown(0)", "RecursionError: maximum"),
+    ],
+    ids=["endless", "recursion-uncaught"],
+)
+def test_a_string_that_runs_away_ends_as_a_script_would(
+    make_runner: MakeRunner, script: str, words: str
+) -> None:
+    outcome = make_runner(Limits(wall_seconds=1.0, cpu_seconds=1.0))(script)
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT", outcome.error
+    assert words in outcome.error.message
