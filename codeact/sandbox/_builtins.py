@@ -127,11 +127,10 @@ def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Calla
         if keywords:
             raise TypeError(f"{name}() takes no keyword arguments")
         if not least <= len(args) <= most:
-            if least == most:
-                expected = str(least)
-            else:
-                expected = f"at least {least}" if len(args) < least else f"at most {most}"
-            raise TypeError(f"{name} expected {expected} arguments, got {len(args)}")
+            bound = least if len(args) < least else most
+            expected = f"{'' if least == most else 'at least ' if bound == least else 'at most '}"
+            plural = "" if bound == 1 else "s"
+            raise TypeError(f"{name} expected {expected}{bound} argument{plural}, got {len(args)}")
         return guard(*args)
 
     return Builtin(builtin, name)
@@ -176,7 +175,7 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "pow": Builtin(guards.power, "pow"),
             "round": Builtin(guards.round_value, "round"),
             "divmod": _named(guards.divmod, "divmod", 2, 2),
-            "format": Builtin(guards.format_value, "format"),
+            "format": _named(guards.format_value, "format", 1, 2),
             "ToolError": ToolError,  # shown as codeact.ToolError, its public name
             "__build_class__": builtins.__build_class__,
             "__import__": importer,

@@ -93,7 +93,31 @@ _C_METHODS = (
 _OWN_MODULES = ("codeact.", "stdlib_bindings")
 MAX_MODULUS_BITS = 65_536
 MAX_MODPOW_WORK = 1 << 28
-_PERCENT_SPEC = re.compile(rb"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+# A % directive: its mapping key, flags, width, precision, length modifier and conversion.
+_PERCENT_DIRECTIVE = re.compile(
+    rb"%(?:\((?P<key>[^)]*)\))?[-#0 +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d*))?[hlL]?"
+    rb"(?P<conversion>.?)",
+    re.DOTALL,
+)
+_LONG_NUMBER = 10**20  # more digits than any C integer holds: CPython refuses it itself
+_SSIZE_MAX = sys.maxsize
+_INT_MAX = 2**31 - 1
+_TRUNCATING = frozenset(b"srabc")  # a precision only cuts their text short (or is ignored)
+_INTEGER_CONVERSIONS = frozenset(b"diuxXo")
+
+
+@recursion_safe  # reads only
+def _refused_or_truncated(number: int, is_precision: bool, conversion: bytes) -> bool:
+    """Does CPython refuse this width or precision before allocating (past the C ``Py_ssize_t``
+    or ``int`` it is read into, or a precision past what digits can be padded to), or does the
+    precision only cut text short? Then it is CPython's to answer, not a limit's."""
+    if not is_precision:
+        return number > _SSIZE_MAX
+    if number > _INT_MAX or (conversion and conversion[0] in _TRUNCATING):
+        return True
+    return bool(conversion) and conversion[0] in _INTEGER_CONVERSIONS and number > _INT_MAX - 3
+
+
 _FORMAT_NUMBERS = re.compile(r"\d+")
 LRU_CACHE_WRAPPER = type(functools.lru_cache(None)(len))  # functools.lru_cache's and cache's
 # The standard format mini-language: [[fill]align][sign][z][#][0][width][grouping][.precision][type]
@@ -550,6 +574,9 @@ class Guards:
 
     @recursion_safe
     def format_value(self, value: Any, spec: str = "") -> str:
+        if not isinstance(spec, str):  # before the spec is read as one
+            shown = "None" if spec is None else type(spec).__name__
+            raise TypeError(f"format() argument 2 must be str, not {shown}")
         self._check_spec(spec, value)
         return format(value, spec)
 
@@ -817,22 +844,50 @@ class Guards:
 
     @recursion_safe
     def _check_percent_format(self, template: str | bytes | bytearray, args: Any) -> None:
+        """A ``%`` directive's width and precision, each read as CPython will use it: a size
+        it would pad or print digits to is bounded; one CPython refuses before it allocates
+        (past its C integer range), and a precision that only truncates (``%.5s``), pass."""
         if isinstance(template, str):
             raw = str.encode(template, "utf-8", "surrogatepass")
         else:
             raw = bytes(template)
-        stars = 0
-        for width, precision in _PERCENT_SPEC.findall(raw):
-            for number in (width, precision):
+        values = args if isinstance(args, tuple) else (args,)
+        taken = 0  # the arguments the directives so far consumed: where a star reads its number
+        for found in _PERCENT_DIRECTIVE.finditer(raw):
+            width, precision, conversion = found.group("width", "precision", "conversion")
+            numbers = []
+            for number, is_precision in ((width, False), (precision, True)):
                 if number == b"*":
-                    stars += 1
-                elif number and (len(number) > 7 or int(number) > self.limits.max_format_width):
-                    raise LimitExceeded("format width")
-        if stars:
-            values = args if isinstance(args, tuple) else (args,)
-            widths = (abs(int.__index__(v)) for v in values if isinstance(v, int))
-            if any(width > self.limits.max_format_width for width in widths):
-                raise LimitExceeded("format width")
+                    star = values[taken] if taken < len(values) else None
+                    taken += 1
+                    if isinstance(star, int):  # CPython says "* wants int" to anything else
+                        read = int.__index__(star)  # a negative precision is none at all
+                        numbers.append((max(read, 0) if is_precision else abs(read), is_precision))
+                elif number:
+                    numbers.append(
+                        (_LONG_NUMBER if len(number) > 19 else int(number), is_precision)
+                    )
+            value = None
+            if conversion != b"%" and found.group("key") is None:
+                value = values[taken] if taken < len(values) else None
+                taken += 1
+            # an infinity or NaN is written as a word, whatever digits were asked for
+            word = (
+                type(value) is float
+                and not math.isfinite(value)
+                and bool(conversion)
+                and conversion in b"eEfFgG"
+            )
+            for number, is_precision in numbers:
+                if is_precision and word:
+                    continue
+                if number > self.limits.max_format_width and not _refused_or_truncated(
+                    number, is_precision, conversion
+                ):
+                    raise LimitExceeded(
+                        "format width",
+                        f"format width {number:,} exceeds {self.limits.max_format_width:,}",
+                    )
 
     def _string_method(self, obj: Any, name: str) -> Callable[..., Any] | None:
         kind = obj if isinstance(obj, type) else type(obj)

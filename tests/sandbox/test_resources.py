@@ -98,6 +98,13 @@ BOMBS = {
     "bytes-alloc": "bytes(10**10)",
     "bytearray-alloc": "bytearray(10**10)",
     "format-width": "format(1, '>999999999')",
+    # a % directive's width or precision, literal or starred, in text and in bytes
+    "percent-width": "'%999999999d' % 1",
+    "percent-precision-float": "'%.999999999f' % 1.5",
+    "percent-precision-integer": "b'%.2147483640d' % 1",
+    "percent-star-width": "'%*s' % (10**9, 'x')",
+    "percent-star-precision": "b'%.*e' % (10**9, 2.5)",
+    "percent-mapping-width": "'%(a)999999999s' % {'a': 'x'}",
     "factorial": "import math\nmath.factorial(10**7)",
     "comb": "import math\nmath.comb(10**8, 10**7)",
     "getrandbits": "import random\nrandom.getrandbits(10**10)",
