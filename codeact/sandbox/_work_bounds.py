@@ -111,6 +111,7 @@ def repeated_len(sequence: Any, count: int) -> int:
     return length
 
 
+@recursion_safe  # a relay: stopped anywhere, it has only re-yielded what it was given
 def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
     """Re-yield ``iterator`` from Python code, so C consumers of it can be interrupted.
 
@@ -235,6 +236,7 @@ def python_reduce(function: Callable[[Any, Any], Any], iterable: Any, *initial: 
 def ticking_factory(factory: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     """Wrap an iterator factory so everything it yields passes through Python code."""
 
+    @recursion_safe  # a relay
     def make(*args: Any, **kwargs: Any) -> Iterator[Any]:
         return ticking(factory(*args, **kwargs))
 
