@@ -836,7 +836,7 @@ class Guards:
             # 'f' and friends write every digit of the exponent out: Decimal('1e99999999')
             self._check_items(abs(value.adjusted()) + len(value.as_tuple().digits), spec)
         for number in _spec_numbers(spec, value):
-            if len(number) > 7 or int(number) > self.limits.max_format_width:
+            if len(number) > 19 or int(number) > self.limits.max_format_width:
                 raise LimitExceeded(
                     "format width",
                     f"format width {number} exceeds {self.limits.max_format_width:,}",

@@ -43,7 +43,8 @@ class Limits:
     max_source_chars: int = 100_000
     max_sequence_items: int = 10_000_000
     max_int_bits: int = 4_000_000
-    max_format_width: int = 1_000_000
+    # a width or precision pads or prints as many characters: bounded as a sequence is
+    max_format_width: int = 10_000_000
     max_eager_range: int = 10_000_000
     # Time one tool call from a script may wait on the host (an approval, a slow tool);
     # it does not count against wall_seconds, which is the script's own time.
