@@ -7,6 +7,7 @@ handler that names ``BaseException`` re-raises them before its first statement.
 
 from __future__ import annotations
 
+import dis
 import threading
 from collections.abc import Callable
 from types import CodeType
@@ -84,6 +85,23 @@ def recursion_in_script(error: BaseException, script_files: frozenset[str]) -> b
         link = link.__context__
         links += 1
     return True
+
+
+_RAISE = dis.opmap["RAISE_VARARGS"]
+
+
+@recursion_safe  # reads only
+def raised_by_script(error: BaseException, script_files: frozenset[str]) -> bool:
+    """Was ``error`` raised by a ``raise`` statement of the script's own code? A MemoryError
+    so raised is the script's to catch (``raise MemoryError('cache full')``); one raised by
+    an allocation, in C code or host code, is the memory limit, whatever its message."""
+    last = error.__traceback__
+    while last is not None and last.tb_next is not None:
+        last = last.tb_next
+    if last is None:
+        return False
+    code = last.tb_frame.f_code
+    return code.co_filename in script_files and code.co_code[last.tb_lasti] == _RAISE
 
 
 RECURSION_WORDS = "maximum recursion depth exceeded"
@@ -169,6 +187,7 @@ __all__ = [
     "SecurityViolation",
     "failed_in_script",
     "may_suppress",
+    "raised_by_script",
     "recursion_in_script",
     "recursion_safe",
     "recursion_words",

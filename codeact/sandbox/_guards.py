@@ -23,6 +23,7 @@ from ._errors import (
     LimitInterrupt,
     SandboxStop,
     SecurityViolation,
+    raised_by_script,
     recursion_in_script,
     recursion_safe,
     recursion_words,
@@ -1448,6 +1449,8 @@ def reraise_limits() -> None:
             # host code stopped halfway through its work: its state is not the script's to see
             raise LimitExceeded("recursion depth", recursion_words(error)) from None
     if isinstance(error, MemoryError):
+        if raised_by_script(error, SCRIPT_FILES):
+            return  # the script's own raise, caught by its own handler: as CPython has it
         raise LimitExceeded("memory", "the script ran out of memory") from None
 
 

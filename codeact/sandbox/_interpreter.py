@@ -25,6 +25,7 @@ from ._errors import (
     LimitExceeded,
     SandboxStop,
     SecurityViolation,
+    raised_by_script,
     stop_in_flight,
     unwatch_stops,
     watch_stops,
@@ -751,7 +752,7 @@ def described(error: BaseException) -> tuple[ErrorCode, str] | None:
     and memory limits, and a tool's failure the script did not catch."""
     if isinstance(error, RecursionError):  # CPython's words; a limit still, by its code
         return ErrorCode.CODE_RESOURCE_LIMIT, _exception_text(error)
-    if isinstance(error, MemoryError):
+    if isinstance(error, MemoryError) and not raised_by_script(error, SCRIPT_FILES):
         return ErrorCode.CODE_RESOURCE_LIMIT, OUT_OF_MEMORY
     if isinstance(error, ToolError):
         return ErrorCode.CODE_RUNTIME_ERROR, f"ToolError [{error.code}]: {error.message}"

@@ -76,6 +76,11 @@ LOOPS = {
     "any-over-huge-range": "any(x < 0 for x in range(10**15))",
     "list-doubling": "x = [1]\nwhile True:\n    x = x + x",
     "string-doubling-inplace": "s = 'x'\nwhile True:\n    s += s",
+    # a script may catch a MemoryError it raised itself, never the one the limit ends it with
+    "memory-error-swallow": (
+        "kept = []\nwhile True:\n    try:\n        kept.append('x' * 10**7)\n"
+        "    except MemoryError as e:\n        kept.append(e)"
+    ),
     "dict-growth": "d = {}\ni = 0\nwhile True:\n    d[i] = 'x' * 100\n    i += 1",
 }
 
