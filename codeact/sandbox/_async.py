@@ -21,6 +21,10 @@ from ._errors import LimitExceeded, SandboxStop
 POLL_SECONDS = 0.005
 BatchCaller = Callable[[list[tuple[str, dict[str, Any]]]], list[Any]]
 
+# CPython's words for a plain value handed to asyncio.gather; uncaught, the run's hint says
+# how tool calls run concurrently (a script that catches the error sees CPython's text alone)
+NOT_AWAITABLE = "An asyncio.Future, a coroutine or an awaitable is required"
+
 
 class _ToolFailure:
     """A failed call in a batch's answers: the exception its awaiting task receives."""
@@ -191,6 +195,7 @@ def running_script_loop() -> ScriptEventLoop | None:
 
 
 __all__ = [
+    "NOT_AWAITABLE",
     "BatchCaller",
     "ScriptEventLoop",
     "run_coroutine",

@@ -18,7 +18,13 @@ from typing import Any
 
 from ..contract._exceptions import ErrorCode, ToolError
 from ..contract._json import JsonValue, NotJsonError, detach
-from ._async import BatchCaller, run_coroutine, running_script_loop, tool_failure
+from ._async import (
+    NOT_AWAITABLE,
+    BatchCaller,
+    run_coroutine,
+    running_script_loop,
+    tool_failure,
+)
 from ._builtins import safe_builtins
 from ._compiler import SCRIPT_FILENAME, SCRIPT_FILES, compile_script
 from ._errors import (
@@ -670,9 +676,13 @@ class Sandbox:
             # from typing import get_type_hints: said here, naming the module (CPython's
             # own words would name none: a facade has no __name__, on purpose)
             if type(wanted) is str and wanted != "*" and not hasattr(facade, wanted):
+                # "not offered" where the module has the name; where it has none, CPython's
+                # words for a module with no file to name (a host path is never shown)
+                real = sys.modules.get(name)
+                withheld = real is None or wanted in vars(real)
+                where = "not offered to scripts" if withheld else "unknown location"
                 raise ImportError(
-                    f"cannot import name {wanted!r} from {name!r} (not offered to scripts)",
-                    name=name,
+                    f"cannot import name {wanted!r} from {name!r} ({where})", name=name
                 )
         return facade
 
@@ -957,6 +967,11 @@ def _hint(
         return "catch ToolError in the script to handle a failed tool call"
     if isinstance(error, ModuleNotFoundError) and missing not in modules:
         return f"scripts may import: {', '.join(sorted(modules))}"
+    if type(error) is TypeError and error.args == (NOT_AWAITABLE,):  # asyncio.gather(3)
+        return (
+            "a tool call runs concurrently when written inside the gather call or after "
+            "await, as in await asyncio.gather(*(tool(x) for x in xs))"
+        )
     return None
 
 

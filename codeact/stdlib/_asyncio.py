@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ..sandbox._async import ScriptTask, running_script_loop
+from ..sandbox._async import NOT_AWAITABLE, ScriptTask, running_script_loop
 from ..sandbox._guards import Guards
 from ..sandbox._ownership import register_base, register_readable
 from ._facade import Facade, pick
@@ -47,15 +47,12 @@ def _is_awaitable(value: Any) -> bool:
 
 
 def gather(*awaitables: Any, return_exceptions: bool = False) -> Any:
-    """``asyncio.gather``, with a misuse explained: a plain value is not awaitable."""
+    """``asyncio.gather``, checked before anything is scheduled: a plain value is refused
+    up front, so no coroutine handed along with it is left half-started."""
     _on_script_loop("gather", *awaitables)
     for value in awaitables:
         if not _is_awaitable(value):
-            raise TypeError(
-                f"asyncio.gather() got {type(value).__name__!r}, not an awaitable: a tool call "
-                "runs concurrently when written inside the gather call or after await, "
-                "as in await asyncio.gather(*(tool(x) for x in xs))"
-            )
+            raise TypeError(NOT_AWAITABLE)
     return asyncio.gather(*awaitables, return_exceptions=return_exceptions)
 
 

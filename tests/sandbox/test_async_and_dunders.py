@@ -326,7 +326,12 @@ def test_gather_of_plain_values_explains_the_form(run: Runner) -> None:
         "import asyncio\nvalues = [add(i, 1) for i in range(3)]\nawait asyncio.gather(*values)"
     )
     assert outcome.error is not None
-    assert "inside the gather call or after await" in outcome.error.message
+    # CPython's words for the error; the advice is the run's hint, not the error's text
+    assert outcome.error.message.endswith(
+        "TypeError: An asyncio.Future, a coroutine or an awaitable is required"
+    )
+    assert outcome.error.hint is not None
+    assert "inside the gather call or after await" in outcome.error.hint
 
 
 @pytest.mark.anyio
