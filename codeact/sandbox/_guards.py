@@ -852,7 +852,8 @@ class Guards:
             raw = str.encode(template, "utf-8", "surrogatepass")
         else:
             raw = bytes(template)
-        values = args if isinstance(args, tuple) else (args,)
+        # read as CPython reads them: a tuple subclass's own __len__ or __getitem__ never runs
+        values = tuple(tuple.__iter__(args)) if isinstance(args, tuple) else (args,)
         taken = 0  # the arguments the directives so far consumed: where a star reads its number
         for found in _PERCENT_DIRECTIVE.finditer(raw):
             width, precision, conversion = found.group("width", "precision", "conversion")

@@ -110,6 +110,13 @@ BOMBS = {
     "percent-star-width": "'%*s' % (10**9, 'x')",
     "percent-star-precision": "b'%.*e' % (10**9, 2.5)",
     "percent-mapping-width": "'%(a)999999999s' % {'a': 'x'}",
+    # a tuple subclass shows the guard other items than CPython formats
+    "percent-star-tuple-subclass": (
+        "class Shown(tuple):\n    def __getitem__(self, i):\n        return 1\n"
+        "    def __len__(self):\n        return 0\n"
+        "    def __iter__(self):\n        return iter(())\n"
+        "'%*s' % Shown((10**9, 'x'))"
+    ),
     "factorial": "import math\nmath.factorial(10**7)",
     "comb": "import math\nmath.comb(10**8, 10**7)",
     "getrandbits": "import random\nrandom.getrandbits(10**10)",
