@@ -111,3 +111,15 @@ def test_a_string_that_runs_away_ends_as_a_script_would(
     assert outcome.error is not None
     assert outcome.error.code == "CODE_RESOURCE_LIMIT", outcome.error
     assert words in outcome.error.message
+
+
+def test_builtins_a_namespace_names_are_not_the_ones_the_code_gets(run: Runner) -> None:
+    """The code gets the sandbox's builtins, whatever ``__builtins__`` the namespace holds
+    (CPython would use the script's; here they would decide what a class statement or an
+    import inside the string calls)."""
+    outcome = run(
+        "space = {'__builtins__': {'len': None, '__import__': None}}\n"
+        "exec('import json\\nsize = len(json.dumps([1, 2]))', space)\nspace['size']"
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == 6
