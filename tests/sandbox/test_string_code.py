@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
 import pytest
 
-from codeact.sandbox import Limits
+from codeact import InProcessExecutor
+from codeact.executors._process import ProcessExecutor
+from codeact.sandbox import Limits, ScriptOutcome
 
 from .conftest import SHARED_RESULT, Runner
 
@@ -123,3 +126,47 @@ def test_builtins_a_namespace_names_are_not_the_ones_the_code_gets(run: Runner) 
     )
     assert outcome.error is None, outcome.error
     assert outcome.value == 6
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["inprocess", "process"])
+async def test_sessions_running_strings_at_once_keep_their_own_names(kind: str) -> None:
+    """Eight sessions, each binding and reading names through exec and eval in many runs
+    at once (threads share the compile cache in-process): every session ends with exactly
+    its own names, and closing leaves no worker behind."""
+    limits = Limits(wall_seconds=30.0, cpu_seconds=30.0)
+    executor: InProcessExecutor | ProcessExecutor = (
+        InProcessExecutor(limits=limits)
+        if kind == "inprocess"
+        else ProcessExecutor(limits=limits, warm=0, max_sessions=8)
+    )
+    runs = 12
+    values: dict[str, object] = {}
+
+    async def no_tools(name: str, arguments: dict[str, object]) -> object:
+        raise AssertionError(f"no tool is bound, yet {name} was called")
+
+    async def run(source: str, session: str) -> ScriptOutcome:
+        return await executor.run(source, session=session, tools={}, call_tool=no_tools)
+
+    async def session(number: int) -> None:
+        name = f"session-{number}"
+        await run(f"exec('seen = []\\nmine = {number}')", name)
+        for step in range(runs):
+            script = f"exec('seen.append(mine * 100 + {step})')\neval('len(seen)')"
+            outcome = await run(script, name)
+            assert outcome.error is None, outcome.error
+            assert outcome.value == step + 1
+        shown = await run("space = {'seen': seen}\nexec('x = list(seen)', space)\nspace['x']", name)
+        assert shown.error is None, shown.error
+        values[name] = shown.value
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            for number in range(8):
+                tasks.start_soon(session, number)
+    finally:
+        await executor.aclose()
+    assert values == {f"session-{n}": [n * 100 + step for step in range(runs)] for n in range(8)}
+    if isinstance(executor, ProcessExecutor):
+        assert not executor.workers
