@@ -6,8 +6,9 @@ Absent on purpose: ``open``, ``compile`` (scripts hold no code objects: ``eval``
 ``memoryview``, a raw ``getattr`` and ``BaseExceptionGroup`` (it would carry a stop past
 the handlers that re-raise it). ``BaseException``, ``KeyboardInterrupt``, ``SystemExit`` and
 ``GeneratorExit`` are there to raise, derive from and name; none of them catches a limit,
-since every handler re-raises a stop first. ``globals`` and ``locals``
-are snapshots without the guards' names; ``vars`` reads only the script's own objects.
+since every handler re-raises a stop first. ``globals``, ``locals``, ``vars`` and ``dir``
+(the interpreter adds them) read a frame's names as snapshots without the guards' names;
+``vars(x)`` reads only the script's own objects.
 """
 
 from __future__ import annotations
@@ -153,8 +154,6 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "hasattr": _named(guards.hasattr, "hasattr", 2, 2),
             "setattr": _named(guards.setattr, "setattr", 3, 3),
             "delattr": _named(guards.delattr, "delattr", 2, 2),
-            "vars": Builtin(guards.vars, "vars"),
-            "dir": Builtin(guards.dir, "dir"),
             "type": guarded_type(type, guards.type_of),
             "range": guarded_type(range, guards.make_range),
             "bytes": guarded_type(bytes, guards.make_bytes),

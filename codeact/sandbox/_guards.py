@@ -408,7 +408,7 @@ class Guards:
     def vars(self, *obj: Any) -> dict[str, Any]:
         """``vars(x)``: the ``__dict__`` of the script's own objects; no frame's namespace."""
         if len(obj) != 1:
-            raise TypeError("vars() takes exactly one argument in scripts")
+            raise TypeError(f"vars expected 1 argument, got {len(obj)}")
         value = self._dunder(obj[0], "__dict__", None)
         if value is None:
             raise TypeError("vars() argument must have __dict__ attribute")
@@ -417,7 +417,7 @@ class Guards:
     def dir(self, *obj: Any) -> list[str]:
         """``dir(x)``: names only, which say nothing a guarded read would not."""
         if len(obj) != 1:
-            raise TypeError("dir() takes exactly one argument in scripts")
+            raise TypeError(f"dir expected 1 argument, got {len(obj)}")
         return sorted(str(name) for name in builtins.dir(obj[0]))
 
     def hasattr(self, obj: Any, name: str) -> bool:

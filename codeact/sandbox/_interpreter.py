@@ -250,6 +250,9 @@ class Sandbox:
         self._builtins = safe_builtins(self.guards, self._import)
         self._builtins["globals"] = Builtin(self._globals_snapshot, "globals")
         self._builtins["locals"] = Builtin(self._locals_snapshot, "locals")
+        # vars() and dir() with no argument read the calling frame's names, as locals() does
+        self._builtins["vars"] = Builtin(self._vars, "vars")
+        self._builtins["dir"] = Builtin(self._dir, "dir")
         self._builtins.update(string_code_builtins(self.limits))
         # print() finds the run it prints into: a function exec made keeps a copy of the
         # scope's guards, which must still print into the run that calls it later
@@ -599,9 +602,29 @@ class Sandbox:
 
     def _locals_snapshot(self) -> dict[str, Any]:
         """``locals()``: a copy of the calling script frame's names; no other frame's."""
-        frame = sys._getframe(2)  # past the Builtin that holds this method
+        return self._frame_names(sys._getframe(2), "locals()")  # past the Builtin
+
+    def _vars(self, *obj: Any) -> dict[str, Any]:
+        """``vars()`` is ``locals()``; ``vars(x)`` the guard's."""
+        if not obj:
+            return self._frame_names(sys._getframe(2), "vars()")
+        if len(obj) > 1:
+            raise TypeError(f"vars expected at most 1 argument, got {len(obj)}")
+        return self.guards.vars(*obj)
+
+    def _dir(self, *obj: Any) -> list[str]:
+        """``dir()`` lists the calling frame's names, sorted; ``dir(x)`` is the guard's."""
+        if not obj:
+            return sorted(self._frame_names(sys._getframe(2), "dir()"))
+        if len(obj) > 1:
+            raise TypeError(f"dir expected at most 1 argument, got {len(obj)}")
+        return self.guards.dir(*obj)
+
+    @staticmethod
+    def _frame_names(frame: Any, what: str) -> dict[str, Any]:
+        """A copy of a script frame's names, without the guards' (never a host frame's)."""
         if frame.f_code.co_filename not in SCRIPT_FILES:  # called through a host function
-            raise SecurityViolation("locals() is only available called from script code")
+            raise SecurityViolation(f"{what} is only available called from script code")
         return {k: v for k, v in frame.f_locals.items() if not is_internal_name(k)}
 
     def _async_call(self, function: Any, /, *args: Any, **kwargs: Any) -> Any:

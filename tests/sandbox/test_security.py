@@ -215,7 +215,8 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("exec-source-size", "exec('x = 1\\n' * 60_000)", LIMIT),
     ("compile", "compile('1', 'x', 'exec')", RUN),
     ("globals", "globals()['_getattr_']", RUN),
-    ("vars", "vars()", RUN),
+    ("vars", "vars()['_getattr_']", RUN),  # the calling frame's names, never the guards'
+    ("dir-guards", "[n for n in dir() if n[:1] == '_' and n[-2:] != '__'][0]", RUN),
     ("breakpoint", "breakpoint()", SEC),
     ("system-exit", "raise SystemExit(0)", RUN),
     ("base-exception", "raise BaseException('x')", RUN),
