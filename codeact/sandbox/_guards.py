@@ -183,6 +183,9 @@ class Guards:
         kind = type(obj)
         if kind in self.raw:
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if name == "obj" and isinstance(obj, BaseException):
+            # AttributeError.obj: the receiver of a failed read, perhaps host code's own
+            raise SecurityViolation("access to the attribute 'obj' of an error is not allowed")
         if kind is super:
             allowed: frozenset[str] | bool | None = None if _super_of_script(obj) else False
         else:
