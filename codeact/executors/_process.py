@@ -14,6 +14,7 @@ channel, a run served to its end) is ``_worker_process``.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence
 
@@ -68,6 +69,14 @@ class AtCapacity(Exception):
 
 def _failed(code: str, message: str) -> ScriptOutcome:
     return ScriptOutcome(error=ScriptError(code=code, message=message, kind="SessionLimit"))
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop this runs on (None under another backend: its starts are awaited)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class ProcessExecutor:
@@ -148,6 +157,7 @@ class ProcessExecutor:
         # one thread serves each running session's run (anyio's default pool has 40)
         self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
         self._pending_starts = 0
+        self._start_loops: list[asyncio.AbstractEventLoop | None] = []  # those starts' loops
         self._starting: set[Worker] = set()  # workers whose start has not ended
         self._closed = False
         self._swept = False
@@ -294,7 +304,10 @@ class ProcessExecutor:
                 break
             for worker in workers:
                 await worker.close()
-            if self._pending_starts and time.monotonic() > waited_until:
+            stranded = self._start_loops and all(
+                loop is not None and loop.is_closed() for loop in self._start_loops
+            )
+            if self._pending_starts and (stranded or time.monotonic() > waited_until):
                 break  # a start on an event loop that no longer runs never ends
             if self._pending_starts:  # a start in flight hands its worker over when done
                 await anyio.sleep(0.01)
@@ -303,6 +316,8 @@ class ProcessExecutor:
         template, self._template = self._template, None
         if template is not None:
             await anyio.to_thread.run_sync(template.close)
+        for worker in list(self._starting):  # a fork that ended while the template closed
+            worker._kill_now()
         await anyio.to_thread.run_sync(sweep_stale_folders)  # what could not go before
 
     # Pool ----------------------------------------------------------------------------
@@ -373,6 +388,8 @@ class ProcessExecutor:
             self._swept = True
             sweep_stale_folders()
         self._pending_starts += 1
+        loop = _running_loop()  # a start whose loop is closed never ends: close needn't wait
+        self._start_loops.append(loop)
         try:
             worker = await self._started()
             if self._closed:  # closed meanwhile: the close waits for this one to go too
@@ -381,6 +398,7 @@ class ProcessExecutor:
             return worker
         finally:
             self._pending_starts -= 1
+            self._start_loops.remove(loop)
 
     async def _started(self) -> Worker:
         template = await self._ready_template()

@@ -149,21 +149,25 @@ class Worker:
         options = options or WorkerOptions()
         workdir = new_folder()
         prefix = [part.replace("{workdir}", workdir) for part in options.prefix]
-        process: subprocess.Popen[bytes] | ForkedProcess
         try:
             if template is not None:
-                process = await anyio.to_thread.run_sync(template.fork, workdir)
+                # forked and handed to the executor in one step, in the thread: should the
+                # loop awaiting it stop meanwhile, the executor can still kill it
+                worker = await anyio.to_thread.run_sync(cls._forked, template, workdir, starting)
             else:
                 command = [*prefix, sys.executable, "-m", options.module]
                 # Started from the loop's thread, as asyncio starts processes: the worker's
                 # parent-death signal fires when the thread that started it ends.
-                process = _spawn(command, workdir, options.environment)
-        except BaseException:  # cancelled or refused before there was a worker to kill
+                worker = cls(_spawn(command, workdir, options.environment), workdir)
+                if starting is not None:  # the executor can kill it, should its start never end
+                    starting.add(worker)
+        except BaseException:  # cancelled, or its loop stopped, before the start was awaited
+            if starting is not None:  # a fork the thread finished meanwhile: killed here
+                for orphan in [w for w in list(starting) if w.workdir == workdir]:
+                    starting.discard(orphan)
+                    orphan._kill_now()
             remove_folder(workdir)
             raise
-        worker = cls(process, workdir)
-        if starting is not None:  # the executor can kill it, should its start never end
-            starting.add(worker)
         try:
             await worker.send(
                 {
@@ -523,6 +527,15 @@ class Worker:
     async def kill(self) -> None:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._kill_now)
+
+    @classmethod
+    def _forked(
+        cls, template: WorkerTemplate, workdir: str, starting: set[Worker] | None
+    ) -> Worker:
+        worker = cls(template.fork(workdir), workdir)
+        if starting is not None:  # the executor can kill it, should its start never end
+            starting.add(worker)
+        return worker
 
     def _kill_now(self) -> None:
         """Kill and reap the process, close the channel, remove the folder (any thread)."""
