@@ -156,8 +156,8 @@ class ProcessExecutor:
         self._gates = SessionGates()
         # one thread serves each running session's run (anyio's default pool has 40)
         self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
-        self._pending_starts = 0
-        self._start_loops: list[asyncio.AbstractEventLoop | None] = []  # those starts' loops
+        # the loop of each start in flight (a start whose loop is closed never ends)
+        self._start_loops: list[asyncio.AbstractEventLoop | None] = []
         self._starting: set[Worker] = set()  # workers whose start has not ended
         self._closed = False
         self._swept = False
@@ -300,16 +300,14 @@ class ProcessExecutor:
             workers = [*self._sessions.values(), *self._spare]
             self._sessions.clear()
             self._spare.clear()
-            if not workers and not self._pending_starts:
+            if not workers and not self._start_loops:
                 break
             for worker in workers:
                 await worker.close()
-            stranded = self._start_loops and all(
-                loop is not None and loop.is_closed() for loop in self._start_loops
-            )
-            if self._pending_starts and (stranded or time.monotonic() > waited_until):
+            stranded = all(loop is not None and loop.is_closed() for loop in self._start_loops)
+            if self._start_loops and (stranded or time.monotonic() > waited_until):
                 break  # a start on an event loop that no longer runs never ends
-            if self._pending_starts:  # a start in flight hands its worker over when done
+            if self._start_loops:  # a start in flight hands its worker over when done
                 await anyio.sleep(0.01)
         for worker in list(self._starting):
             worker._kill_now()
@@ -387,8 +385,7 @@ class ProcessExecutor:
         if not self._swept:
             self._swept = True
             sweep_stale_folders()
-        self._pending_starts += 1
-        loop = _running_loop()  # a start whose loop is closed never ends: close needn't wait
+        loop = _running_loop()
         self._start_loops.append(loop)
         try:
             worker = await self._started()
@@ -397,7 +394,6 @@ class ProcessExecutor:
                 raise WorkerLost("the executor was closed")
             return worker
         finally:
-            self._pending_starts -= 1
             self._start_loops.remove(loop)
 
     async def _started(self) -> Worker:

@@ -162,10 +162,11 @@ class Worker:
                 if starting is not None:  # the executor can kill it, should its start never end
                     starting.add(worker)
         except BaseException:  # cancelled, or its loop stopped, before the start was awaited
-            if starting is not None:  # a fork the thread finished meanwhile: killed here
+            if starting is not None:  # a fork the thread finished meanwhile: killed, in a
+                # thread of its own (nothing can be awaited here, and the loop must not block)
                 for orphan in [w for w in list(starting) if w.workdir == workdir]:
                     starting.discard(orphan)
-                    orphan._kill_now()
+                    threading.Thread(target=orphan._kill_now, name="codeact-orphan").start()
             remove_folder(workdir)
             raise
         try:

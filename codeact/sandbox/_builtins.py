@@ -120,6 +120,16 @@ def guarded_type(real: type, construct: Callable[..., Any]) -> type:
     return stand_in
 
 
+@recursion_safe  # reads only
+def check_count(name: str, args: tuple[Any, ...], least: int, most: int) -> None:
+    """A builtin's positional arguments counted, refused in CPython's words."""
+    if not least <= len(args) <= most:
+        bound = least if len(args) < least else most
+        expected = f"{'' if least == most else 'at least ' if bound == least else 'at most '}"
+        plural = "" if bound == 1 else "s"
+        raise TypeError(f"{name} expected {expected}{bound} argument{plural}, got {len(args)}")
+
+
 def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Callable[..., Any]:
     """A guard under a builtin's name, refusing wrong argument counts as the builtin does."""
 
@@ -127,11 +137,7 @@ def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Calla
     def builtin(*args: Any, **keywords: Any) -> Any:
         if keywords:
             raise TypeError(f"{name}() takes no keyword arguments")
-        if not least <= len(args) <= most:
-            bound = least if len(args) < least else most
-            expected = f"{'' if least == most else 'at least ' if bound == least else 'at most '}"
-            plural = "" if bound == 1 else "s"
-            raise TypeError(f"{name} expected {expected}{bound} argument{plural}, got {len(args)}")
+        check_count(name, args, least, most)
         return guard(*args)
 
     return Builtin(builtin, name)
@@ -190,4 +196,4 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
     return table
 
 
-__all__ = ["safe_builtins"]
+__all__ = ["check_count", "safe_builtins"]

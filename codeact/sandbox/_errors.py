@@ -7,7 +7,7 @@ handler that names ``BaseException`` re-raises them before its first statement.
 
 from __future__ import annotations
 
-import dis
+import opcode
 import threading
 from collections.abc import Callable
 from types import CodeType
@@ -87,7 +87,7 @@ def recursion_in_script(error: BaseException, script_files: frozenset[str]) -> b
     return True
 
 
-_RAISE = dis.opmap["RAISE_VARARGS"]
+_RAISE = opcode.opmap["RAISE_VARARGS"]
 
 
 @recursion_safe  # reads only

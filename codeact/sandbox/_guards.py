@@ -408,20 +408,17 @@ class Guards:
         what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
         raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
 
-    def vars(self, *obj: Any) -> dict[str, Any]:
-        """``vars(x)``: the ``__dict__`` of the script's own objects; no frame's namespace."""
-        if len(obj) != 1:
-            raise TypeError(f"vars expected 1 argument, got {len(obj)}")
-        value = self._dunder(obj[0], "__dict__", None)
+    def vars(self, obj: Any) -> dict[str, Any]:
+        """``vars(x)``: the ``__dict__`` of the script's own objects (``vars()``, a frame's
+        names, is the interpreter's)."""
+        value = self._dunder(obj, "__dict__", None)
         if value is None:
             raise TypeError("vars() argument must have __dict__ attribute")
         return value  # type: ignore[no-any-return]
 
-    def dir(self, *obj: Any) -> list[str]:
+    def dir(self, obj: Any) -> list[str]:
         """``dir(x)``: names only, which say nothing a guarded read would not."""
-        if len(obj) != 1:
-            raise TypeError(f"dir expected 1 argument, got {len(obj)}")
-        return sorted(str(name) for name in builtins.dir(obj[0]))
+        return sorted(str(name) for name in builtins.dir(obj))
 
     def hasattr(self, obj: Any, name: str) -> bool:
         try:

@@ -25,7 +25,7 @@ from ._async import (
     running_script_loop,
     tool_failure,
 )
-from ._builtins import safe_builtins
+from ._builtins import check_count, safe_builtins
 from ._compiler import SCRIPT_FILENAME, SCRIPT_FILES, compile_script
 from ._errors import (
     LimitExceeded,
@@ -608,17 +608,15 @@ class Sandbox:
         """``vars()`` is ``locals()``; ``vars(x)`` the guard's."""
         if not obj:
             return self._frame_names(sys._getframe(2), "vars()")
-        if len(obj) > 1:
-            raise TypeError(f"vars expected at most 1 argument, got {len(obj)}")
-        return self.guards.vars(*obj)
+        check_count("vars", obj, 0, 1)
+        return self.guards.vars(obj[0])
 
     def _dir(self, *obj: Any) -> list[str]:
         """``dir()`` lists the calling frame's names, sorted; ``dir(x)`` is the guard's."""
         if not obj:
             return sorted(self._frame_names(sys._getframe(2), "dir()"))
-        if len(obj) > 1:
-            raise TypeError(f"dir expected at most 1 argument, got {len(obj)}")
-        return self.guards.dir(*obj)
+        check_count("dir", obj, 0, 1)
+        return self.guards.dir(obj[0])
 
     @staticmethod
     def _frame_names(frame: Any, what: str) -> dict[str, Any]:
@@ -989,7 +987,9 @@ def _hint(
         return "catch ToolError in the script to handle a failed tool call"
     if isinstance(error, ModuleNotFoundError) and missing not in modules:
         return f"scripts may import: {', '.join(sorted(modules))}"
-    if type(error) is TypeError and error.args == (NOT_AWAITABLE,):  # asyncio.gather(3)
+    arguments = error.args if type(error) is TypeError else ()
+    # asyncio.gather(3): compared only as exact text (a script's object in args never runs)
+    if len(arguments) == 1 and type(arguments[0]) is str and arguments[0] == NOT_AWAITABLE:
         return (
             "a tool call runs concurrently when written inside the gather call or after "
             "await, as in await asyncio.gather(*(tool(x) for x in xs))"

@@ -16,6 +16,7 @@ import sys
 from types import CodeType, FrameType
 from typing import Any
 
+from ._builtins import check_count
 from ._compiler import SCRIPT_FILES, CompiledString, compile_string
 from ._errors import LimitExceeded, SecurityViolation, recursion_safe
 from ._guards import Builtin
@@ -67,9 +68,7 @@ def string_code_builtins(limits: Limits) -> dict[str, Builtin]:
 @recursion_safe  # reads only
 def _positional(name: str, args: tuple[Any, ...]) -> tuple[Any, Any, Any]:
     """The source, globals and locals, checked as CPython checks their count and the source."""
-    if not 1 <= len(args) <= 3:
-        least = "at least 1 argument" if not args else "at most 3 arguments"
-        raise TypeError(f"{name} expected {least}, got {len(args)}")
+    check_count(name, args, 1, 3)
     source, given_globals, given_locals = (*args, None, None)[:3]
     if type(source) not in _PLAIN_TEXT:
         raise TypeError(f"{name}() arg 1 must be a string, bytes or code object")
