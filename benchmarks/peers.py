@@ -154,6 +154,12 @@ def monty(source: str) -> tuple[Callable[[], object], Callable[[], None]] | None
 
 USER_CALLS = 2_000
 USER_LOOP = f"t = 0\nfor i in range({USER_CALLS}):\n    t += lookup(i)\nt"
+# A search-like result: 200 rows of four fields (about 15 KB of JSON) per call.
+ROW_CALLS = 100
+ROW_LOOP = f"n = 0\nfor i in range({ROW_CALLS}):\n    n += len(search(i))\nn"
+ROWS = [
+    {"id": i, "title": f"result number {i}", "score": i / 7, "tags": ["a", "b"]} for i in range(200)
+]
 USER_ROUNDS = 7
 USER_RUNS = 200
 COLD_ROUNDS = 5
@@ -165,7 +171,7 @@ ENGINES = (
     "smolagents",
     "CPython exec",
 )
-METRICS = ("per tool call", "per trivial run", "cold start")
+METRICS = ("per tool call", "per call, 200 rows", "per trivial run", "cold start")
 
 
 @tool
@@ -178,12 +184,26 @@ def plain_lookup(key: int) -> int:
     return key * 2
 
 
+@tool
+def search(page: int) -> list[dict[str, Any]]:
+    """A host tool with a search-like result."""
+    return ROWS
+
+
+def plain_search(page: int) -> list[dict[str, Any]]:
+    return ROWS
+
+
+PLAIN_TOOLS = {"lookup": plain_lookup, "search": plain_search}
+
+
 Runner = Callable[[str], Awaitable[object]]
 
 
 async def _codeact_runner(executor: Executor, stack: contextlib.AsyncExitStack) -> Runner:
     registry = ToolRegistry()
     registry.register(lookup)
+    registry.register(search)
     runtime = await stack.enter_async_context(
         Runtime(registry, mode="code", executor=executor, limits=USER_LIMITS)
     )
@@ -219,7 +239,7 @@ async def _runners(stack: contextlib.AsyncExitStack) -> dict[str, Runner]:
         session = stack.enter_context(pool.checkout(limits={"max_suspensions": 10**8}))
         runners["Monty 1.4 (worker)"] = _sync_runner(
             lambda source: session.feed_run(
-                source, external_lookup={"lookup": plain_lookup}, skip_type_check=True
+                source, external_lookup=PLAIN_TOOLS, skip_type_check=True
             )
         )
     except ImportError:
@@ -228,12 +248,12 @@ async def _runners(stack: contextlib.AsyncExitStack) -> dict[str, Runner]:
         from smolagents.local_python_executor import LocalPythonExecutor
 
         smol = LocalPythonExecutor(additional_authorized_imports=[])
-        smol.send_tools({"lookup": plain_lookup})  # type: ignore[dict-item]
+        smol.send_tools(PLAIN_TOOLS)  # type: ignore[arg-type]
         runners["smolagents"] = _sync_runner(smol)
     except ImportError:
         pass
     runners["CPython exec"] = _sync_runner(
-        lambda source: exec(compile(source, "<cpython>", "exec"), {"lookup": plain_lookup})
+        lambda source: exec(compile(source, "<cpython>", "exec"), dict(PLAIN_TOOLS))
     )
     return runners
 
@@ -245,6 +265,7 @@ async def through_runtime() -> dict[str, dict[str, list[float]]]:
         runners = await _runners(stack)
         for run in runners.values():  # warm: workers started, caches filled
             await run(USER_LOOP)
+            await run(ROW_LOOP)
             await run("1 + 1")
         for _ in range(USER_ROUNDS):
             for engine, run in runners.items():
@@ -253,6 +274,11 @@ async def through_runtime() -> dict[str, dict[str, list[float]]]:
                 await run(USER_LOOP)
                 rows.setdefault("per tool call", []).append(
                     (time.perf_counter() - started) / USER_CALLS
+                )
+                started = time.perf_counter()
+                await run(ROW_LOOP)
+                rows.setdefault("per call, 200 rows", []).append(
+                    (time.perf_counter() - started) / ROW_CALLS
                 )
                 started = time.perf_counter()
                 for _ in range(USER_RUNS):
@@ -329,15 +355,18 @@ def _cold(program: str) -> float:
 def print_user_table(samples: dict[str, dict[str, list[float]]]) -> None:
     """Medians with the spread (lowest to highest) of the rounds, then codeact's ratios."""
     engines = [e for e in ENGINES if e in samples]
-    print(f"{'':16}" + "".join(f"{engine:>27}" for engine in engines))
+    print(f"{'':20}" + "".join(f"{engine:>27}" for engine in engines))
     for metric in METRICS:
         cells = []
         for engine in engines:
             values = samples[engine].get(metric)
             cells.append(_cell(values) if values else "")
-        print(f"{metric:16}" + "".join(f"{cell:>27}" for cell in cells))
+        print(f"{metric:20}" + "".join(f"{cell:>27}" for cell in cells))
     rounds = f"{USER_ROUNDS} rounds ({COLD_ROUNDS} cold)"
-    print(f"medians, [lowest-highest] of {rounds}; {USER_CALLS:,}-call loop, sync tool")
+    print(
+        f"medians, [lowest-highest] of {rounds}; {USER_CALLS:,}-call loop, sync tool; "
+        f"{ROW_CALLS}-call loop of a 200-row result"
+    )
     for peer in ("Monty 1.4 (worker)", "smolagents"):
         if peer not in samples:
             continue

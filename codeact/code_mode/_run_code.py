@@ -395,11 +395,11 @@ def _caller_in_thread(
         call = ToolCall(prefix + str(next(numbers)), name, dumps(arguments))
         if traced is None:
             return execute_now(
-                resolved, call, parent=parent, abort=abort, emit=emit, plain=arguments
+                resolved, call, parent=parent, abort=abort, emit=emit, plain=arguments, unread=True
             )
         with attached(traced):
             return execute_now(
-                resolved, call, parent=parent, abort=abort, emit=emit, plain=arguments
+                resolved, call, parent=parent, abort=abort, emit=emit, plain=arguments, unread=True
             )
 
     return call_tool_now

@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import anyio
 
@@ -220,6 +220,7 @@ def execute_now(
     abort: AbortSignal | None = None,
     emit: Emit,
     plain: dict[str, JsonValue] | None = None,
+    unread: bool = False,
 ) -> ToolExecutionResult | None:
     """The same pipeline, run in the calling thread, for a call no step of which needs the
     event loop; None (nothing done, nothing emitted) for any other, which ``execute`` runs.
@@ -231,7 +232,9 @@ def execute_now(
     the tool returns (its thread is the script's: it cannot be abandoned), with the same
     code as on the loop. ``emit`` delivers events where listeners expect them (the loop).
     ``plain``: the call's arguments already parsed, detached and owned by this call.
-    Events are made only when a listener hears them.
+    Events are made only when a listener hears them. ``unread``: the caller reads only the
+    value (a script's call); when no listener, span or renderer of the tool's own would
+    see the result either, it is a ``PlainSuccess``.
     """
     called = call.name
     found = _in_thread(resolved)
@@ -262,7 +265,15 @@ def execute_now(
                 raw = _invoke_now(invocation, arguments, abort)
         finally:
             _EMIT.reset(emitting)
-        result: ToolExecutionResult = _render(invocation, _check_output(invocation, raw))
+        if unread and not listened and span is None and registered.render is None:
+            plain_value = _checked_output(invocation, raw)
+            # plain, not frozen: the one reader owns it (see PlainSuccess)
+            owned = cast(FrozenJson, plain_value)
+            result: ToolExecutionResult = PlainSuccess(
+                call_id=call_id, name=called, value=owned, content=()
+            )
+        else:
+            result = _render(invocation, _check_output(invocation, raw))
     except Rejection as rejection:
         result = failure(call_id, called, rejection.code, rejection.message)
     if listened or span is not None:
@@ -447,7 +458,20 @@ def _validation_error() -> type[ValidationError]:
     return ValidationError
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlainSuccess(ToolExecutionSuccess):
+    """A success only its caller reads (a script's call no one else observes): ``value`` is
+    the checked output as plain JSON, a copy made for this call that the caller owns, and
+    there is no content. Freezing the value, thawing it again for the script and rendering
+    its JSON text are each a pass over the whole value, on every call, that nobody reads."""
+
+
 def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
+    return freeze(_checked_output(invocation, raw))
+
+
+def _checked_output(invocation: Invocation, raw: Any) -> JsonValue:
+    """The tool's output as a plain copy of its own, checked against its output schema."""
     try:
         value = _plain_output(raw)
     except (NotJsonError, ValueError, TypeError) as error:
@@ -463,7 +487,7 @@ def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
                 ErrorCode.INVALID_OUTPUT,
                 f"{invocation.name!r} returned output that breaks its schema: {problem}",
             )
-    return freeze(value)
+    return value
 
 
 def _plain_output(raw: Any) -> JsonValue:
@@ -690,6 +714,7 @@ def _never_dispatched(
 
 __all__ = [
     "Emit",
+    "PlainSuccess",
     "PostHook",
     "PreHook",
     "Rejection",

@@ -8,13 +8,14 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from ..contract._dispatch import PlainSuccess
 from ..contract._exceptions import ErrorCode, ToolError
 from ..contract._json import JsonValue, thaw
 from ..contract._results import ToolExecutionResult, failure
@@ -226,6 +227,8 @@ def answer_of(result: ToolExecutionResult) -> JsonValue | ToolError:
     """What a script receives for one call: the value, or the error it raises."""
     if result.is_error:
         return ToolError(result.error.message, result.error.code)
+    if type(result) is PlainSuccess:  # a copy made for this call alone: the script's own
+        return cast(JsonValue, result.value)
     return thaw(result.value)
 
 
