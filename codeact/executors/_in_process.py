@@ -273,6 +273,9 @@ class InProcessExecutor:
         self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
         self._script_threads: dict[str, SessionThread] = {}
         self._gates = SessionGates()
+        # A brief script (see sandbox._brief) runs where its caller is, saving the two
+        # thread wake-ups of a handoff; one that outlasts its moment is handed back.
+        self.brief_runs = True
 
     def sandbox(self, session: str) -> Sandbox:
         self._last_used[session] = time.monotonic()
@@ -312,6 +315,12 @@ class InProcessExecutor:
         on_output: OutputListener | None = None,
     ) -> ScriptOutcome:
         sandbox = self.sandbox(session)
+        if self.brief_runs:  # a brief script runs here, in a copy of the caller's context
+            brief = contextvars.copy_context().run(
+                sandbox.run_brief, source, tools=tools, on_output=on_output
+            )
+            if brief is not None:
+                return brief
         thread = self._script_threads.get(session)
         if thread is None:
             thread = self._script_threads[session] = SessionThread(

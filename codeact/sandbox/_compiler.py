@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType
 
+from ._brief import BriefShape, brief_shape
 from ._parsing import compile_tree, parse, parse_in_mode
 from ._transformer import CodeActPolicy
 
@@ -35,6 +36,7 @@ class CompiledScript:
     code: CodeType | None = None
     syntax_error: str | None = None
     violations: tuple[str, ...] = ()
+    brief: BriefShape | None = None  # the script is brief (see _brief)
 
 
 @functools.lru_cache(maxsize=COMPILE_CACHE_SIZE)
@@ -47,6 +49,7 @@ def compile_script(source: str) -> CompiledScript:
         return CompiledScript(syntax_error=describe_syntax_error(error))
     except (ValueError, MemoryError, RecursionError) as error:
         return CompiledScript(syntax_error=f"the script cannot be parsed: {error}")
+    brief = brief_shape(tree)  # read before the policy rewrites the tree
     policy = CodeActPolicy()
     try:
         with _deeper_recursion():
@@ -57,7 +60,7 @@ def compile_script(source: str) -> CompiledScript:
         return CompiledScript(violations=tuple(policy.errors))
     try:
         code = compile_tree(tree, SCRIPT_FILENAME, flags=TOP_LEVEL_AWAIT)
-        return CompiledScript(code=code)
+        return CompiledScript(code=code, brief=brief)
     except (SyntaxError, ValueError, RecursionError) as error:
         return CompiledScript(syntax_error=f"the script cannot be compiled: {error}")
 

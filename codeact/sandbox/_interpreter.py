@@ -25,6 +25,7 @@ from ._async import (
     running_script_loop,
     tool_failure,
 )
+from ._brief import BRIEF_BUILTINS, BRIEF_VALUE_TYPES
 from ._builtins import check_count, safe_builtins
 from ._compiler import SCRIPT_FILENAME, SCRIPT_FILES, compile_script
 from ._errors import (
@@ -47,6 +48,7 @@ from ._guards import (
 from ._library import NO_LIBRARY, ScriptLibrary
 from ._limits import (
     ABORTED,
+    HANDED_BACK,
     WATCHDOG,
     Limits,
     RunMonitor,
@@ -73,6 +75,10 @@ ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
 # Many calls at once (a script's asyncio.gather): one answer per call, a value or a ToolError.
 ToolBatchCaller = BatchCaller
 _BINDING_KEY = object()
+_UNBOUND = object()  # a name a brief run bound that was not bound before it
+# How long a brief run may take where its caller is before it is handed back; the
+# watchdog looks every POLL_SECONDS, so it is stopped within one look after.
+BRIEF_MOMENT_SECONDS = 0.002
 # What a script sees as its module's name: it runs as the main program does.
 SCRIPT_MODULE_NAME = "__main__"
 MAX_REPR_CHARS = 2_000
@@ -350,6 +356,65 @@ class Sandbox:
             )
         finally:
             self._lock.release()
+        assert outcome is not None  # without a moment, nothing is handed back
+        if self.memory_baseline is None and self._out_of_memory:
+            return self._freed(outcome)
+        return outcome
+
+    def run_brief(
+        self,
+        source: str,
+        *,
+        tools: Mapping[str, tuple[str, ...]],
+        on_output: Callable[[str], None] | None = None,
+        moment: float | None = None,
+    ) -> ScriptOutcome | None:
+        """Run ``source`` in the calling thread if it is brief (see _brief); None, with
+        nothing done, when it is not, or when it outlasted ``moment`` (the watchdog stops
+        it within a poll after; ``BRIEF_MOMENT_SECONDS`` unless given): its names are then
+        put back, its prints never shown, and ``run`` runs it from the start. Its prints
+        reach ``on_output`` once it has ended."""
+        if len(source) > self.limits.max_source_chars:
+            return None
+        compiled = compile_script(source)
+        shape = compiled.brief
+        if shape is None or compiled.code is None:
+            return None
+        scope, builtins = self.globals, self._builtins
+        for name in shape.reads:
+            if name in tools:
+                return None  # a tool call: the host sees it before the run ends
+            if name in scope:
+                kind = type(scope[name])
+                # by identity: no type's own __eq__ runs here
+                if not any(kind is allowed for allowed in BRIEF_VALUE_TYPES):
+                    return None  # a session object the run could change halfway
+            elif name in builtins and name not in BRIEF_BUILTINS:
+                return None
+        kept = {name: scope.get(name, _UNBOUND) for name in shape.binds}
+        printed: list[str] = []
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            outcome = self._execute(
+                compiled.code,
+                source,
+                tools,
+                None,
+                on_output=printed.append if on_output is not None else None,
+                moment=BRIEF_MOMENT_SECONDS if moment is None else moment,
+            )
+        finally:
+            self._lock.release()
+        if outcome is None:  # outlasted its moment: as if it had never run
+            for name, value in kept.items():
+                if value is _UNBOUND:
+                    scope.pop(name, None)
+                else:
+                    scope[name] = value
+            return None
+        for text in printed:
+            self._tell(on_output, text)
         if self.memory_baseline is None and self._out_of_memory:
             return self._freed(outcome)
         return outcome
@@ -393,7 +458,9 @@ class Sandbox:
         call_tools: ToolBatchCaller | None = None,
         on_output: Callable[[str], None] | None = None,
         stop: threading.Event | None = None,
-    ) -> ScriptOutcome:
+        moment: float | None = None,
+    ) -> ScriptOutcome | None:
+        """The run; None when it was given a ``moment`` and outlasted it."""
         run = _Run(
             limits=self.limits,
             call_tool=call_tool,
@@ -408,7 +475,7 @@ class Sandbox:
         self._run = run
         value: JsonValue = None
         failure: ScriptError | None = None
-        run.monitor = monitor = RunMonitor(self.limits, self.memory_baseline, stop)
+        run.monitor = monitor = RunMonitor(self.limits, self.memory_baseline, stop, moment)
         # A host loop running in this thread is hidden for the run: the only loop a
         # script can ever schedule on is its own (asyncio's futures and callbacks would
         # otherwise run script code on the host's loop, unwatched).
@@ -441,6 +508,8 @@ class Sandbox:
             WATCHDOG.unwatch(monitor)
             asyncio.events._set_running_loop(host_loop)
             self._run = None
+        if monitor.tripped == HANDED_BACK:
+            return None
         if failure is None and monitor.tripped is not None:
             failure = self._describe_late(None, monitor.tripped)
         self._out_of_memory = failure is not None and (
@@ -513,6 +582,16 @@ class Sandbox:
         self._forward(run, text)
 
     @staticmethod
+    def _tell(listener: Callable[[str], None] | None, text: str) -> None:
+        """Printed text to the host's listener; its failure is logged, never the run's."""
+        if listener is None or not text:
+            return
+        try:
+            listener(text)
+        except Exception:
+            logging.getLogger("codeact").exception("an output listener failed")
+
+    @staticmethod
     def _forward(run: _Run, text: str) -> None:
         """Printed text to the host's listener, as it is printed. Host code runs here, so
         the run is paused (no interrupt lands in it), and its failure is never raised into
@@ -524,9 +603,7 @@ class Sandbox:
         if monitor is not None:
             monitor.pause()
         try:
-            listener(text)
-        except Exception:
-            logging.getLogger("codeact").exception("an output listener failed")
+            Sandbox._tell(listener, text)
         finally:
             if monitor is not None:
                 monitor.resume()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import math
 import os
 import sys
 import threading
@@ -23,6 +24,8 @@ from typing import Any
 from ._errors import LimitInterrupt
 
 ABORTED = "aborted"  # the stop a run is asked for, as a tripped limit names it
+# A brief run where its caller is outlasted its moment: stopped, to run again in its thread.
+HANDED_BACK = "handed back"
 POLL_SECONDS = 0.005
 REINJECT_SECONDS = 0.05
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -61,11 +64,14 @@ class RunMonitor:
         limits: Limits,
         memory_baseline: int | None = None,
         stop: threading.Event | None = None,
+        moment: float | None = None,
     ) -> None:
         self.limits = limits
         self.thread_id = threading.get_ident()
         self.started = time.monotonic()
         self.deadline = self.started + limits.wall_seconds
+        # a brief run where its caller is: past this, it is stopped and handed back
+        self.hand_back_at = math.inf if moment is None else self.started + moment
         self.cpu_clock = _cpu_clock(self.thread_id)
         self.cpu_start = _read_clock(self.cpu_clock)
         # Memory is counted from the baseline when there is one (a worker: the session's
@@ -119,6 +125,8 @@ class RunMonitor:
             return ABORTED  # raises it in the run's own code
         if self.paused_since is not None:
             return None
+        if now >= self.hand_back_at:
+            return HANDED_BACK
         if now >= self.deadline:
             return f"wall-clock time ({limits.wall_seconds:g} s)"
         used = _read_clock(self.cpu_clock) - self.cpu_start
@@ -324,6 +332,7 @@ def _read_clock(clock: int | None) -> float:
 
 __all__ = [
     "ABORTED",
+    "HANDED_BACK",
     "WATCHDOG",
     "Limits",
     "RunMonitor",

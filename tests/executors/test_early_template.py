@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Read from /proc by every host below: the living (not zombie) children of a process.
 PROCESSES = """
-import json, os
+import json, os, time
 from pathlib import Path
 
 def status(pid):
@@ -54,7 +54,13 @@ def children_of(parent):
     return sorted(found)
 
 def command_of(pid):
-    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\\0", b" ").decode()
+    # empty for a moment while the process execs: read again until it has one
+    for _ in range(2000):
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if command:
+            return command.replace(b"\\0", b" ").decode()
+        time.sleep(0.005)
+    return ""
 
 def tree():
     return {pid: children_of(pid) for pid in children_of(os.getpid())}
