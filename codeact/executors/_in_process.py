@@ -252,7 +252,10 @@ class InProcessExecutor:
     """Scripts run in a worker thread of this process, under the in-process guards and limits.
 
     Fast, and the guards hold against the known escapes; for a hard boundary that
-    the host can kill, use the process executor.
+    the host can kill, use the process executor. A brief script (straight-line, calling
+    no tool: see ``codeact.sandbox._brief``) runs in the calling thread instead, and is
+    handed to its session's thread if it outlasts a moment; ``brief_runs = False`` hands
+    every run over.
     """
 
     def __init__(
@@ -273,8 +276,7 @@ class InProcessExecutor:
         self._threads = anyio.CapacityLimiter(SCRIPT_THREADS)
         self._script_threads: dict[str, SessionThread] = {}
         self._gates = SessionGates()
-        # A brief script (see sandbox._brief) runs where its caller is, saving the two
-        # thread wake-ups of a handoff; one that outlasts its moment is handed back.
+        # a brief script runs where its caller is, saving the two thread wake-ups of a handoff
         self.brief_runs = True
 
     def sandbox(self, session: str) -> Sandbox:
