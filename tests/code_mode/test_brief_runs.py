@@ -43,8 +43,10 @@ def _handing_back_after(monkeypatch: pytest.MonkeyPatch, seconds: float) -> InPr
     return InProcessExecutor(limits=LIMITS)
 
 
-async def test_a_brief_script_runs_in_the_callers_thread_and_a_loop_in_the_sessions() -> None:
-    executor = InProcessExecutor(limits=LIMITS)
+async def test_a_brief_script_runs_in_the_callers_thread_and_a_loop_in_the_sessions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executor = _handing_back_after(monkeypatch, GENEROUS)  # never handed back, however busy
     here = threading.get_ident()
     try:
         brief, heard_brief = await _run(executor, "x = 2\nprint(x * 3)\nx")
