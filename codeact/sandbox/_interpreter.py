@@ -481,31 +481,37 @@ class Sandbox:
         # otherwise run script code on the host's loop, unwatched).
         host_loop = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(None)
-        WATCHDOG.watch(monitor)
         try:
-            # Everything the script defined runs in here, watched: the script itself, the
-            # conversion of its result, the text of its error, and dropping its result.
+            # Setting the run's scope up and putting it away is host code: done unwatched,
+            # so no interrupt (a limit, an abort, a brief run's moment) can land in it and
+            # leave it half done, or escape the run.
             with _RunScope(self):
+                WATCHDOG.watch(monitor)
                 try:
+                    # Everything the script defined runs in here, watched: the script
+                    # itself, the conversion of its result, the text of its error, and
+                    # dropping its result.
                     try:
-                        started = eval(code, scope)  # a coroutine when it awaits at top level
-                        if code.co_flags & inspect.CO_COROUTINE:
-                            self._run_coroutine(started)
-                        value = self._result(scope)
-                        doom = stop_in_flight()
-                        if doom is not None:  # swallowed on the way out: it ends the run still
-                            raise doom
-                    except BaseException as caught:  # everything a script raises ends here
-                        # what a finally raised in front of a stop is not the run's fate
-                        fate = stop_in_flight() or caught
-                        failure = self._describe(fate, monitor.tripped, source, scope, tools)
-                    finally:
-                        scope.pop(RESULT_NAME, None)
-                        _collect_young_garbage()
-                except BaseException as late:  # a limit delivered while wrapping up
-                    failure = self._describe_late(late, monitor.tripped)
+                        try:
+                            started = eval(code, scope)  # a coroutine if it awaits at top level
+                            if code.co_flags & inspect.CO_COROUTINE:
+                                self._run_coroutine(started)
+                            value = self._result(scope)
+                            doom = stop_in_flight()
+                            if doom is not None:  # swallowed on the way out: it ends the run
+                                raise doom
+                        except BaseException as caught:  # everything a script raises ends here
+                            # what a finally raised in front of a stop is not the run's fate
+                            fate = stop_in_flight() or caught
+                            failure = self._describe(fate, monitor.tripped, source, scope, tools)
+                        finally:
+                            scope.pop(RESULT_NAME, None)
+                            _collect_young_garbage()
+                    except BaseException as late:  # a limit delivered while wrapping up
+                        failure = self._describe_late(late, monitor.tripped)
+                finally:
+                    WATCHDOG.unwatch(monitor)  # and any interrupt still pending is consumed
         finally:
-            WATCHDOG.unwatch(monitor)
             asyncio.events._set_running_loop(host_loop)
             self._run = None
         if monitor.tripped == HANDED_BACK:
