@@ -30,6 +30,7 @@ from ._builtins import check_count, safe_builtins
 from ._compiler import SCRIPT_FILENAME, SCRIPT_FILES, compile_script
 from ._errors import (
     LimitExceeded,
+    LimitInterrupt,
     SandboxStop,
     SecurityViolation,
     raised_by_script,
@@ -282,9 +283,9 @@ class Sandbox:
     def _teardown(self, scope: dict[str, Any]) -> None:
         with self._lock:
             monitor = RunMonitor(self.limits)
-            WATCHDOG.watch(monitor)
             try:
                 try:
+                    WATCHDOG.watch(monitor)  # see _execute: watched from inside the handler
                     for value in list(scope.values()):
                         if type(value) in (types.GeneratorType, types.CoroutineType):
                             value.close()
@@ -293,7 +294,12 @@ class Sandbox:
                 except BaseException:
                     scope.clear()
             finally:
-                WATCHDOG.unwatch(monitor)
+                while True:  # see _execute: an interrupt due now lands as unwatch begins
+                    try:
+                        WATCHDOG.unwatch(monitor)
+                        break
+                    except LimitInterrupt:
+                        continue
 
     def user_names(self) -> list[str]:
         """Names scripts have defined, in definition order."""
@@ -486,13 +492,15 @@ class Sandbox:
             # so no interrupt (a limit, an abort, a brief run's moment) can land in it and
             # leave it half done, or escape the run.
             with _RunScope(self):
-                WATCHDOG.watch(monitor)
                 try:
                     # Everything the script defined runs in here, watched: the script
                     # itself, the conversion of its result, the text of its error, and
-                    # dropping its result.
+                    # dropping its result. A stop due at the watchdog's first look may land
+                    # as watch returns: watching starts inside the handler, so it ends the
+                    # run as any stop does.
                     try:
                         try:
+                            WATCHDOG.watch(monitor)
                             started = eval(code, scope)  # a coroutine if it awaits at top level
                             if code.co_flags & inspect.CO_COROUTINE:
                                 self._run_coroutine(started)
@@ -510,7 +518,15 @@ class Sandbox:
                     except BaseException as late:  # a limit delivered while wrapping up
                         failure = self._describe_late(late, monitor.tripped)
                 finally:
-                    WATCHDOG.unwatch(monitor)  # and any interrupt still pending is consumed
+                    # An interrupt due now is delivered as unwatch begins, at its first
+                    # instruction, before any handler of its own: taken here, and unwatch
+                    # (which consumes any still pending) is called again.
+                    while True:
+                        try:
+                            WATCHDOG.unwatch(monitor)
+                            break
+                        except LimitInterrupt:
+                            continue
         finally:
             asyncio.events._set_running_loop(host_loop)
             self._run = None

@@ -154,12 +154,12 @@ def test_a_run_that_outlasts_its_moment_is_handed_back_with_nothing_kept() -> No
 def test_no_interrupt_lands_in_a_runs_setup_or_escapes_it() -> None:
     # A stop due at the watchdog's first look (a moment of nothing, an abort asked before
     # the run began) ends the run or hands it back; it must never land in the host code
-    # that sets a run up (a new session makes its decimal context there) and escape to the
+    # around the script (setting the run up, watching it, unwatching it) and escape to the
     # caller. Switching threads as often as CPython can puts that look anywhere.
     previous = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
-        for _ in range(300):
+        for _ in range(1000):
             fresh = standard_sandbox(limits=Limits(wall_seconds=30, cpu_seconds=30))
             brief = fresh.run_brief("x = 1\nx + 1", tools={}, moment=0.0)
             assert brief is None or brief.value == 2
