@@ -466,6 +466,14 @@ class PlainSuccess(ToolExecutionSuccess):
     its JSON text are each a pass over the whole value, on every call, that nobody reads."""
 
 
+def owned_value(result: ToolExecutionSuccess) -> JsonValue:
+    """A success's value as plain JSON its receiver owns: a ``PlainSuccess``'s as it is (a
+    copy made for that call alone), any other's thawed from its frozen value."""
+    if type(result) is PlainSuccess:
+        return cast(JsonValue, result.value)
+    return thaw(result.value)
+
+
 def _check_output(invocation: Invocation, raw: Any) -> FrozenJson:
     return freeze(_checked_output(invocation, raw))
 
@@ -724,6 +732,7 @@ __all__ = [
     "execute",
     "execute_many",
     "execute_now",
+    "owned_value",
     "progress_reporter",
     "report_progress",
     "runs_now",

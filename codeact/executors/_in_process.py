@@ -8,16 +8,16 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from ..contract._dispatch import PlainSuccess
+from ..contract._dispatch import owned_value
 from ..contract._exceptions import ErrorCode, ToolError
-from ..contract._json import JsonValue, thaw
+from ..contract._json import JsonValue
 from ..contract._results import ToolExecutionResult, failure
 from ..sandbox import Limits, ScriptError, ScriptOutcome
 from ..stdlib import standard_sandbox
@@ -227,9 +227,7 @@ def answer_of(result: ToolExecutionResult) -> JsonValue | ToolError:
     """What a script receives for one call: the value, or the error it raises."""
     if result.is_error:
         return ToolError(result.error.message, result.error.code)
-    if type(result) is PlainSuccess:  # a copy made for this call alone: the script's own
-        return cast(JsonValue, result.value)
-    return thaw(result.value)
+    return owned_value(result)
 
 
 MIN_SCRIPT_STACK = 64 * 1024 * 1024

@@ -15,9 +15,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..contract._dispatch import PlainSuccess
+from ..contract._dispatch import owned_value
 from ..contract._exceptions import ErrorCode
-from ..contract._json import JsonValue, thaw
+from ..contract._json import JsonValue
 from ..contract._results import ToolExecutionResult
 from ..sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
 from ..sandbox._outcome import (
@@ -153,9 +153,7 @@ def answer_message(result: ToolExecutionResult) -> dict[str, Any]:
         }
     if isinstance(result.meta, Mapping) and type(result.meta.get(PLANNED)) is int:
         return {"op": "result", "ok": True, "pending": result.meta[PLANNED]}
-    if type(result) is PlainSuccess:  # a copy made for this call alone: sent as it is
-        return {"op": "result", "ok": True, "value": result.value}
-    return {"op": "result", "ok": True, "value": thaw(result.value)}
+    return {"op": "result", "ok": True, "value": owned_value(result)}
 
 
 def printed_text(message: dict[str, Any]) -> str:

@@ -114,12 +114,8 @@ def _allowed(node: ast.AST) -> bool:
 
 def _names_only(node: ast.Assign | ast.AugAssign) -> bool:
     """Does the statement bind names only (no item, attribute or slice of an object)?"""
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    for target in targets:
-        elements = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
-        if not all(isinstance(element, ast.Name) for element in elements):
-            return False
-    return True
+    targets: list[ast.expr] = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return all(isinstance(element, ast.Name) for element in _elements(targets))
 
 
 def _plain_call(function: ast.expr) -> bool:
@@ -162,11 +158,16 @@ def _read_expression(node: ast.expr, bound: frozenset[str], reads: set[str]) -> 
 
 
 def _target_names(targets: list[ast.expr]) -> frozenset[str]:
-    names: set[str] = set()
-    for target in targets:
-        elements = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
-        names.update(element.id for element in elements if isinstance(element, ast.Name))
-    return frozenset(names)
+    return frozenset(e.id for e in _elements(targets) if isinstance(e, ast.Name))
+
+
+def _elements(targets: list[ast.expr]) -> list[ast.expr]:
+    """What assignment targets bind: each one, or each element of a tuple or list one."""
+    return [
+        element
+        for target in targets
+        for element in (target.elts if isinstance(target, ast.Tuple | ast.List) else [target])
+    ]
 
 
 __all__ = ["BRIEF_BUILTINS", "BRIEF_VALUE_TYPES", "BriefShape", "brief_shape"]
