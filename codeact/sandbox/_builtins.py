@@ -25,7 +25,12 @@ from ._guards import Builtin, Guards, LongRange
 from ._ownership import STAND_INS as _STAND_INS
 from ._ownership import register_base, register_readable
 from ._sealed import seal
-from ._work_bounds import eager_or_ticking, ticking_factory, with_interruptible_callbacks
+from ._work_bounds import (
+    eager_or_ticking,
+    is_ticking_instance,
+    ticking_factory,
+    with_interruptible_callbacks,
+)
 
 recursion_safe(weakref.WeakMethod.__call__)  # a stand-in's constructor is one: reads only
 
@@ -75,7 +80,9 @@ class _GuardedType(type):
 
     def __instancecheck__(cls, obj: Any) -> bool:
         real = _STAND_INS[id(cls)][0]
-        return isinstance(obj, real) or (real is range and type(obj) is LongRange)
+        if isinstance(obj, real) or is_ticking_instance(obj, real):
+            return True
+        return real is range and type(obj) is LongRange
 
     def __subclasscheck__(cls, sub: type) -> bool:
         found = _STAND_INS.get(id(sub)) if type(sub) is _GuardedType else None
@@ -105,9 +112,11 @@ register_readable(Builtin, names=())
 register_base(*(getattr(builtins, name) for name in _EXCEPTIONS.split()))
 
 
-def guarded_type(real: type, construct: Callable[..., Any]) -> type:
-    """A stand-in for ``real`` whose construction goes through ``construct``."""
+def guarded_type(real: type, construct: Callable[..., Any], **replaced: Any) -> type:
+    """A stand-in for ``real`` whose construction goes through ``construct`` (and whose
+    public members named in ``replaced`` are those given instead of the real ones)."""
     members = {name: getattr(real, name) for name in dir(real) if not name.startswith("_")}
+    members.update(replaced)
     members["__doc__"] = real.__doc__
     members["__module__"] = real.__module__  # sealed from birth: named as the real one
     stand_in = seal(_GuardedType(real.__name__, (), members, key=_STAND_IN_KEY))

@@ -74,11 +74,13 @@ from ._work_bounds import (
     exact_index,
     exact_len,
     is_repeatable,
+    is_ticking_instance,
     rational_bits,
     repeated_len,
     text_base,
     ticking,
     with_interruptible_callbacks,
+    wrapped_kind,
 )
 
 _MISSING = object()
@@ -436,9 +438,9 @@ class Guards:
             # wrapper.calls = 0: a public attribute of the script's own function (no host
             # code reads one; private names and dunders are refused before this)
             return obj
-        if type(obj) in PLAIN_TYPES:
-            # (1).x = 2, t[0] = 1: exact builtins have no attribute or item a write could
-            # reach, so CPython's own AttributeError or TypeError says no
+        if type(obj) in PLAIN_TYPES or type(obj) is object:
+            # (1).x = 2, t[0] = 1, object().x = 1: exact builtins have no attribute or item
+            # a write could reach, so CPython's own AttributeError or TypeError says no
             return obj
         kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
         raise SecurityViolation(f"{kind} objects cannot be modified from scripts")
@@ -679,7 +681,7 @@ class Guards:
             return self.new_class(*args, **keywords) if args else self.new_class(None)
         if keywords:
             raise TypeError("type() takes no keyword arguments")
-        kind = type(args[0])
+        kind = wrapped_kind(type(args[0]))  # a ticking map is a map
         shown = self.shown.get(kind) or SHOWN.get(kind)
         if shown is not None:
             return shown
@@ -1495,7 +1497,8 @@ class OpaqueType:
         return _OPAQUE_REAL[id(self)][1]
 
     def __instancecheck__(self, obj: Any) -> bool:
-        return isinstance(obj, _OPAQUE_REAL[id(self)][0])
+        real = _OPAQUE_REAL[id(self)][0]
+        return isinstance(obj, real) or is_ticking_instance(obj, real)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # a host class: never built by scripts
         raise SecurityViolation(f"{self.__name__} objects cannot be made from scripts")

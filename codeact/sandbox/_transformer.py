@@ -203,7 +203,7 @@ CALLBACK_METHODS = frozenset({"sort"})
 
 # Attributes that lead to frames, code, or the class hierarchy, beyond the base list.
 FORBIDDEN_ATTRIBUTES = frozenset(
-    INSPECT_ATTRIBUTES | {"mro", "f_lineno", "tb_lineno", "gi_running", "format_field"}
+    INSPECT_ATTRIBUTES | {"mro", "f_lineno", "tb_lineno", "format_field"}
 )
 
 _GUARDED_BINOPS: dict[type[ast.operator], str] = {

@@ -111,15 +111,80 @@ def repeated_len(sequence: Any, count: int) -> int:
     return length
 
 
-@recursion_safe  # a relay: stopped anywhere, it has only re-yielded what it was given
-def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
-    """Re-yield ``iterator`` from Python code, so C consumers of it can be interrupted.
+class TickingIterator:
+    """An iterator re-yielded from Python code, so C consumers of it can be interrupted.
 
-    An explicit loop, not ``yield from``: its backward jump is where the interpreter
-    checks for pending interrupts (and hands over the GIL); ``yield from`` never does.
+    ``list(itertools.count())`` or ``sum(map(int, huge))`` would otherwise run in C, where no
+    limit can stop it. Each ``next`` enters ``__next__``, a Python function, whose entry is
+    where the interpreter takes a pending stop; nested ones are Python recursion (a limit),
+    not a C stack overflow. One subclass per wrapped type, named as that type: a script's
+    ``map`` shows ``<map object at ...>`` and fails as a map fails (``'map' object is not
+    subscriptable``); ``type()`` and ``isinstance`` answer for the wrapped type
+    (``wrapped_kind``). The wrapped iterator itself is never handed out.
     """
-    for item in iterator:  # noqa: UP028 - see the docstring
-        yield item
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: Iterator[Any]) -> None:
+        self._inner = inner
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.__qualname__ != _WRAPPER_QUALNAME:  # a script's subclass would own _inner
+            raise TypeError(f"type {cls.__mro__[1].__name__!r} is not an acceptable base type")
+        super().__init_subclass__(**kwargs)
+
+    def __iter__(self) -> TickingIterator:
+        return self
+
+    @recursion_safe  # a relay: stopped anywhere, it has only handed on what it was given
+    def __next__(self) -> Any:
+        return next(self._inner)
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"cannot pickle {type(self).__name__!r} object")
+
+
+_WRAPPER_QUALNAME = "<ticking>"
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time, named by __name__ alone
+# wrapper class -> the type it wraps, and back
+_WRAPPED: dict[type, type] = {}
+_WRAPPERS: dict[type, type[TickingIterator]] = {}
+
+
+def _wrapper_class(kind: type) -> type[TickingIterator]:
+    found = _WRAPPERS.get(kind)
+    if found is None:
+        namespace = {"__slots__": (), "__qualname__": _WRAPPER_QUALNAME}
+        namespace["__module__"] = kind.__module__
+        # named as CPython's errors name the type: a C type by its module too
+        # ("unsupported operand type(s) for +: 'itertools.count' and 'int'")
+        static = not kind.__flags__ & _HEAP_TYPE and kind.__module__ != "builtins"
+        name = f"{kind.__module__}.{kind.__name__}" if static else kind.__name__
+        found = type(name, (TickingIterator,), namespace)
+        found.__qualname__ = name
+        _WRAPPERS[kind] = found
+        _WRAPPED[found] = kind
+    return found
+
+
+@recursion_safe  # wraps, reads only
+def ticking(iterator: Iterator[Any]) -> Iterator[Any]:
+    """``iterator`` re-yielded from Python code (see ``TickingIterator``)."""
+    return _wrapper_class(type(iterator))(iterator)
+
+
+def wrapped_kind(kind: type) -> type:
+    """The type a ticking wrapper class stands for (any other type: itself)."""
+    return _WRAPPED.get(kind, kind)
+
+
+def is_ticking_instance(obj: Any, kind: type) -> bool:
+    """Is ``obj`` a ticking wrapper of an instance of ``kind``?"""
+    wrapped = _WRAPPED.get(type(obj))
+    return wrapped is not None and issubclass(wrapped, kind)
 
 
 def interruptible(function: Any) -> Any:

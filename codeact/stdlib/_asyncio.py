@@ -143,8 +143,10 @@ register_readable(
 )
 register_readable(asyncio.Timeout, names=("reschedule", "when", "expired"))
 # A script's own coroutines and async generators: driven, never inspected (no frames).
-register_readable(types.CoroutineType, names=("send", "throw", "close"))
-register_readable(types.AsyncGeneratorType, names=("asend", "athrow", "aclose"))
+register_readable(
+    types.CoroutineType, names=("send", "throw", "close", "cr_running", "cr_suspended")
+)
+register_readable(types.AsyncGeneratorType, names=("asend", "athrow", "aclose", "ag_running"))
 register_base(asyncio.QueueEmpty, asyncio.QueueFull, asyncio.InvalidStateError)
 
 

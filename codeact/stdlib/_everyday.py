@@ -9,6 +9,9 @@ the way in, and why:
   ``register_dialect`` or ``field_size_limit`` (state every session shares).
 - ``zlib``: ``decompress`` stops at the run's sequence limit (a small bomb would
   otherwise expand in one C call).
+- ``struct``: a format is sized before anything is packed (``'999999999x'`` is one C
+  allocation), and kept as an exact string (the module caches formats for the process);
+  no ``pack_into`` (a write into a buffer).
 - ``time``: ``sleep`` in short slices, so the run's limits still stop it; no
   ``process_time`` (the host's CPU). ``strftime`` refuses wide fields.
 - ``operator``: ``attrgetter`` and ``methodcaller`` read through the guard; the sized
@@ -42,6 +45,7 @@ import pprint
 import re
 import secrets
 import shlex
+import struct
 import time
 import tomllib
 import types
@@ -56,6 +60,7 @@ from ..sandbox._guards import Builtin, Guards
 from ..sandbox._ownership import (
     SHOWN,
     exact_arguments,
+    exact_value,
     register_base,
     register_readable,
 )
@@ -133,6 +138,49 @@ def _zlib_decompress(guards: Guards) -> Callable[..., bytes]:
         return out
 
     return decompress
+
+
+# struct --------------------------------------------------------------------------------
+
+
+def _struct_members(guards: Guards) -> dict[str, Any]:
+    """``struct`` for one session: every format sized against its sequence limit first."""
+
+    def compiled(fmt: Any) -> struct.Struct:
+        made = struct.Struct(exact_value(fmt))  # parsing allocates per code, not per byte
+        limit = guards.limits.max_sequence_items
+        if made.size > limit:
+            raise LimitExceeded(
+                "sequence size", f"the format packs {made.size:,} bytes (limit {limit:,})"
+            )
+        return made
+
+    def pack(fmt: Any, /, *values: Any) -> bytes:
+        return compiled(fmt).pack(*values)
+
+    def unpack(fmt: Any, buffer: Any, /) -> tuple[Any, ...]:
+        return compiled(fmt).unpack(buffer)
+
+    def unpack_from(fmt: Any, /, buffer: Any, offset: int = 0) -> tuple[Any, ...]:
+        return compiled(fmt).unpack_from(buffer, offset)
+
+    def iter_unpack(fmt: Any, buffer: Any, /) -> Iterator[tuple[Any, ...]]:
+        return ticking(compiled(fmt).iter_unpack(buffer))
+
+    def calcsize(fmt: Any, /) -> int:
+        return struct.calcsize(exact_value(fmt))
+
+    stand_in = guarded_type(struct.Struct, compiled)
+    guards.shown[struct.Struct] = stand_in  # type(s) is struct.Struct
+    return {
+        "pack": pack,
+        "unpack": unpack,
+        "unpack_from": unpack_from,
+        "iter_unpack": iter_unpack,
+        "calcsize": calcsize,
+        "Struct": stand_in,
+        "error": struct.error,
+    }
 
 
 # time ----------------------------------------------------------------------------------
@@ -712,11 +760,16 @@ def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
             },
         ),
         "pprint": Facade("pprint", _pprint_members(guards)),
+        "struct": Facade("struct", _struct_members(guards)),
     }
 
 
 def _register() -> None:
     register_readable(StringIO, BytesIO, writable=False)
+    # a packed format: never pack_into (a write into a buffer)
+    register_readable(
+        struct.Struct, names=("format", "size", "pack", "unpack", "unpack_from", "iter_unpack")
+    )
     register_readable(
         type(csv.writer(StringIO())),
         csv.DictWriter,

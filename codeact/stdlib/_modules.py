@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import bisect
 import collections
+import contextlib
 import dataclasses
 import datetime
 import decimal
@@ -155,19 +156,6 @@ class ScriptRandom(random.Random):
         return "<random.Random object>"
 
 
-class Chain:
-    """``itertools.chain``, ticking, with its ``from_iterable`` alternative constructor."""
-
-    def __call__(self, *iterables: Any) -> Iterator[Any]:
-        return ticking(itertools.chain(*iterables))
-
-    def from_iterable(self, iterables: Any) -> Iterator[Any]:
-        return ticking(itertools.chain.from_iterable(iterables))
-
-    def __repr__(self) -> str:
-        return "<class 'itertools.chain'>"
-
-
 def _namedtuple(typename: str, field_names: Any, **kwargs: Any) -> type:
     kwargs.setdefault("module", "__main__")  # the script's class, not this module's
     cls = collections.namedtuple(typename, field_names, **kwargs)  # type: ignore[misc]
@@ -182,6 +170,22 @@ ENUM_BASES = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum")
 # name and isinstance, nothing to build with (EnumType's own call would make a class).
 ENUM_TYPE = OpaqueType(enum.EnumType, "EnumType")
 SHOWN[enum.EnumType] = SHOWN[ScriptEnumType] = ENUM_TYPE
+
+
+def _iterator_class(
+    kind: type,
+    *,
+    positions: tuple[int, ...] = (),
+    names: tuple[str, ...] = (),
+    **replaced: Any,
+) -> type:
+    """An itertools class as scripts hold it: its instances tick (``ticking``), and
+    ``type()`` and ``isinstance`` answer for the class (the callbacks at ``positions`` or
+    ``names`` enter Python on every call)."""
+    make = with_interruptible_callbacks(kind, positions=positions, names=names)
+    stand_in = guarded_type(kind, ticking_factory(make), **replaced)
+    SHOWN[kind] = stand_in
+    return stand_in
 
 
 def _enum_base(base: type) -> type:
@@ -269,11 +273,40 @@ _HASH_NAMES = frozenset([*HASHES.split(), *_SHAKES])
 
 
 def _hash_new(name: str, data: bytes = b"", **options: Any) -> Any:
-    """``hashlib.new``, for the algorithms the facade offers by name."""
-    if type(name) is not str or name.lower() not in _HASH_NAMES:
+    """``hashlib.new``, for the algorithms the facade offers, by any name OpenSSL gives
+    them (``sha-256``, ``SHA512``, ``blake2b512``)."""
+    if type(name) is not str:
+        raise TypeError("name must be a string")
+    canonical = name.lower()
+    if canonical not in _HASH_NAMES:
+        with contextlib.suppress(ValueError):
+            canonical = hashlib.new(name).name  # an empty digest: OpenSSL's own alias table
+    if canonical not in _HASH_NAMES:
         raise ValueError(f"unsupported hash type {name}")
-    made = _SHAKES.get(name.lower()) or getattr(hashlib, name.lower())
+    made = _SHAKES.get(canonical) or getattr(hashlib, canonical)
     return made(data, **options)
+
+
+# Iterations times output blocks of one pbkdf2_hmac: about a second of C work no limit
+# can interrupt (OWASP's 600,000 rounds of SHA-256 fit).
+MAX_PBKDF2_ROUNDS = 2_000_000
+
+
+def _pbkdf2_hmac(
+    hash_name: Any, password: Any, salt: Any, iterations: Any, dklen: Any = None
+) -> bytes:
+    """``hashlib.pbkdf2_hmac``, its work bounded before the one C call that does it all."""
+    rounds, length = exact_index(iterations), exact_index(dklen)
+    try:
+        block = hashlib.new(hash_name).digest_size
+    except (TypeError, ValueError):  # CPython's own error, from the call below
+        block = 0
+    if type(rounds) is int and block and rounds > 0:
+        blocks = 1 if type(length) is not int or length <= block else -(-length // block)
+        if rounds * blocks > MAX_PBKDF2_ROUNDS:
+            work = f"{rounds:,} iterations over {blocks:,} blocks"
+            raise LimitExceeded("work", f"pbkdf2_hmac of {work} takes too long")
+    return hashlib.pbkdf2_hmac(hash_name, password, salt, rounds, length)
 
 
 MAX_JSON_INDENT = 1_000
@@ -452,7 +485,7 @@ def _static_facades() -> dict[str, Facade]:
             "itertools",
             {
                 **{
-                    name: ticking_factory(getattr(itertools, name))
+                    name: _iterator_class(getattr(itertools, name))
                     for name in [
                         "combinations",
                         "combinations_with_replacement",
@@ -469,20 +502,19 @@ def _static_facades() -> dict[str, Facade]:
                 },
                 # a C callback would run per skipped item inside one next(): it enters Python
                 **{
-                    name: ticking_factory(
-                        with_interruptible_callbacks(getattr(itertools, name), positions=(0,))
-                    )
+                    name: _iterator_class(getattr(itertools, name), positions=(0,))
                     for name in ["dropwhile", "filterfalse", "starmap", "takewhile"]
                 },
-                "groupby": ticking_factory(
-                    with_interruptible_callbacks(itertools.groupby, positions=(1,), names=("key",))
+                "groupby": _iterator_class(itertools.groupby, positions=(1,), names=("key",)),
+                "accumulate": _iterator_class(
+                    itertools.accumulate, positions=(1,), names=("func",)
                 ),
-                "accumulate": ticking_factory(
-                    with_interruptible_callbacks(
-                        itertools.accumulate, positions=(1,), names=("func",)
-                    )
+                "chain": _iterator_class(
+                    itertools.chain,
+                    from_iterable=staticmethod(
+                        lambda iterables: ticking(itertools.chain.from_iterable(iterables))
+                    ),
                 ),
-                "chain": Chain(),
                 "tee": lambda iterable, n=2: tuple(ticking(i) for i in itertools.tee(iterable, n)),
             },
         ),
@@ -569,6 +601,7 @@ def _static_facades() -> dict[str, Facade]:
                 **pick(hashlib, HASHES),
                 **_SHAKES,
                 "new": _hash_new,
+                "pbkdf2_hmac": _pbkdf2_hmac,
                 "algorithms_guaranteed": _HASH_NAMES,
                 "algorithms_available": _HASH_NAMES,
             },
@@ -613,7 +646,6 @@ def _static_facades() -> dict[str, Facade]:
 def _register_readable_types() -> None:
     register_readable(
         Facade,
-        Chain,
         datetime.date,
         datetime.datetime,
         datetime.time,
@@ -702,7 +734,6 @@ def _register_readable_types() -> None:
 
 # What type() of these shows: the public name each stands for.
 for _kind, _module, _name in (
-    (Chain, "itertools", "chain"),
     (ScriptFormatter, "string", "Formatter"),
     (JSONEncoder, "json", "JSONEncoder"),
     (SingleDispatch, "functools", "singledispatch"),
@@ -718,6 +749,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
+        "struct",
         *("traceback", "dataclasses", "logging", "warnings", "fnmatch"),
     }
 )

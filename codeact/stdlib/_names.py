@@ -55,6 +55,7 @@ DEFAULT_MODULES = frozenset(
         "stat",
         "statistics",
         "string",
+        "struct",
         "sys",
         "textwrap",
         "time",

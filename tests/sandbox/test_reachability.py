@@ -190,13 +190,14 @@ seeds = [
     collections.ChainMap({}), collections.namedtuple('NT', 'a b')(1, 2), string.Formatter(),
     string.Template('$a'), textwrap.TextWrapper(), difflib.SequenceMatcher(None, 'a', 'b'),
     statistics.NormalDist(), random.Random(1), functools.partial(len), functools.lru_cache(None)(len),
-    itertools.count(), itertools.chain([1]), typing.List[int], typing.TypeVar('T'), 'x'.join,
+    itertools.count(), itertools.chain([1]), map(len, []), zip(iter([1])), itertools.tee([1])[0],
+    itertools.groupby('aa'), itertools.chain.from_iterable([[1]]), typing.List[int], typing.TypeVar('T'), 'x'.join,
     'x'.format, iter([1]), range(3), range(10**9), b'x', bytearray(b'x'), {}.keys(), add,
     type(1), type(len), type(range), type(add), type(Color), json, math,
     functools.lru_cache(None)(closure), functools.cache(gen), enum.EnumMeta, enum.EnumType,
 ]
 import asyncio, io, csv, time, types, operator, contextlib, queue, array, zlib, abc, pprint
-import urllib.parse, calendar, binascii, tomllib, html, secrets, keyword, numbers
+import urllib.parse, calendar, binascii, tomllib, html, secrets, keyword, numbers, struct
 import collections.abc
 class Shape(abc.ABC):
     @abc.abstractmethod
@@ -230,6 +231,7 @@ seeds += [
     decimal.Context(), decimal.localcontext(), Shape, Pair(1), Pair, agen(), pending_coroutine,
     calendar.month_name, numbers.Number, collections.abc.Mapping, Closer, type(Closer),
     isinstance(io.StringIO(), Closer), json.JSONEncoder(), json.JSONEncoder,
+    struct.Struct('<h'), struct.iter_unpack('<h', b'ab'), type(struct.Struct('<h')),
 ]
 class Encoder(json.JSONEncoder):
     def default(self, o):

@@ -70,6 +70,12 @@ LOOPS = {
     "itertools-cycle-max": "import itertools\nmax(itertools.cycle([1, 2]))",
     "itertools-product": "import itertools, collections\ncollections.deque(itertools.product(range(50), repeat=12), maxlen=0)",
     "iter-callable-sentinel": "max(iter(int, 1))",
+    "map-over-endless": "import itertools\nsum(map(abs, itertools.count()))",
+    "chain-from-iterable": (
+        "import itertools, collections\n"
+        "collections.deque(itertools.chain.from_iterable(itertools.repeat([1, 2])), maxlen=0)"
+    ),
+    "tee-branch": "import itertools\nmax(itertools.tee(itertools.count())[0])",
     "counter-elements": "import collections\nsum(1 for _ in collections.Counter(a=10**15).elements())",
     "huge-range-sum": "sum(range(10**15))",
     "huge-range-list": "list(range(10**12))",
@@ -122,6 +128,11 @@ BOMBS = {
     "getrandbits": "import random\nrandom.getrandbits(10**10)",
     "own-random-bits": "import random\nrandom.Random(1).getrandbits(10**10)",
     "shake-digest": "import hashlib\nhashlib.shake_256(b'x').hexdigest(10**10)",
+    # one C call derives the whole key: its rounds (iterations times blocks) are counted first
+    "struct-pad": "import struct\nstruct.pack('999999999x')",
+    "struct-class": "import struct\nstruct.Struct('2000000000s')",
+    "pbkdf2-rounds": "import hashlib\nhashlib.pbkdf2_hmac('sha256', b'p', b's', 10**9)",
+    "pbkdf2-blocks": "import hashlib\nhashlib.pbkdf2_hmac('sha512', b'p', b's', 10**4, 64 * 10**4)",
     "re-sub-growth": "import re\nre.sub('', 'x' * 10**4, 'y' * 10**5)",
     # an augmented assignment inside a try body goes through the same guard as outside
     "inplace-attribute-in-try": "class O:\n    s = 'ab'\no = O()\ntry:\n    o.s *= 10**10\nfinally:\n    pass",
