@@ -112,11 +112,16 @@ register_readable(Builtin, names=())
 register_base(*(getattr(builtins, name) for name in _EXCEPTIONS.split()))
 
 
-def guarded_type(real: type, construct: Callable[..., Any], **replaced: Any) -> type:
-    """A stand-in for ``real`` whose construction goes through ``construct`` (and whose
-    public members named in ``replaced`` are those given instead of the real ones)."""
+def guarded_type(
+    real: type, construct: Callable[..., Any], *, without: tuple[str, ...] = (), **replaced: Any
+) -> type:
+    """A stand-in for ``real`` whose construction goes through ``construct`` (its public
+    members named in ``replaced`` are those given instead of the real ones; those named in
+    ``without`` are not there)."""
     members = {name: getattr(real, name) for name in dir(real) if not name.startswith("_")}
     members.update(replaced)
+    for name in without:
+        del members[name]
     members["__doc__"] = real.__doc__
     members["__module__"] = real.__module__  # sealed from birth: named as the real one
     stand_in = seal(_GuardedType(real.__name__, (), members, key=_STAND_IN_KEY))

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from ._errors import LimitExceeded, recursion_safe
+from ._sealed import seal
 
 SEQUENCES = (str, bytes, bytearray, list, tuple)  # what repeats by multiplication
 # isinstance(x, Fraction) asks ABCMeta's, whose one statement is a call into C
@@ -165,6 +166,7 @@ def _wrapper_class(kind: type) -> type[TickingIterator]:
         name = f"{kind.__module__}.{kind.__name__}" if static else kind.__name__
         found = type(name, (TickingIterator,), namespace)
         found.__qualname__ = name
+        seal(found)  # every session's: no one writes to it
         _WRAPPERS[kind] = found
         _WRAPPED[found] = kind
     return found

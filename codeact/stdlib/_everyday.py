@@ -146,9 +146,11 @@ def _zlib_decompress(guards: Guards) -> Callable[..., bytes]:
 def _struct_members(guards: Guards) -> dict[str, Any]:
     """``struct`` for one session: every format sized against its sequence limit first."""
 
+    # the limit, not the guards: the stand-in's table of the process keeps ``compiled``
+    limit = guards.limits.max_sequence_items
+
     def compiled(fmt: Any) -> struct.Struct:
         made = struct.Struct(exact_value(fmt))  # parsing allocates per code, not per byte
-        limit = guards.limits.max_sequence_items
         if made.size > limit:
             raise LimitExceeded(
                 "sequence size", f"the format packs {made.size:,} bytes (limit {limit:,})"
@@ -170,7 +172,7 @@ def _struct_members(guards: Guards) -> dict[str, Any]:
     def calcsize(fmt: Any, /) -> int:
         return struct.calcsize(exact_value(fmt))
 
-    stand_in = guarded_type(struct.Struct, compiled)
+    stand_in = guarded_type(struct.Struct, compiled, without=("pack_into",))
     guards.shown[struct.Struct] = stand_in  # type(s) is struct.Struct
     return {
         "pack": pack,

@@ -56,6 +56,7 @@ from ..sandbox._ownership import (
     SCRIPT_CLASSES,
     SHOWN,
     exact_arguments,
+    exact_value,
     is_script_function,
     register_base,
     register_host_method,
@@ -296,6 +297,8 @@ def _pbkdf2_hmac(
     hash_name: Any, password: Any, salt: Any, iterations: Any, dklen: Any = None
 ) -> bytes:
     """``hashlib.pbkdf2_hmac``, its work bounded before the one C call that does it all."""
+    # exact builtins: OpenSSL's digests are looked up by name in a cache of the process
+    hash_name, password, salt = exact_value(hash_name), exact_value(password), exact_value(salt)
     rounds, length = exact_index(iterations), exact_index(dklen)
     try:
         block = hashlib.new(hash_name).digest_size
