@@ -143,6 +143,20 @@ def _zlib_decompress(guards: Guards) -> Callable[..., bytes]:
 # struct --------------------------------------------------------------------------------
 
 
+# Parsing a format allocates about 32 bytes per code letter ('bbbb...'; a repeat count
+# such as '99b' is one code): past this many letters, the format is refused unparsed.
+MAX_FORMAT_CODES = 100_000
+_FORMAT_LETTERS = "xcbB?hHiIlLqQnNefdspP"
+
+
+def _check_format_codes(fmt: Any) -> None:
+    text = fmt.decode("latin-1") if type(fmt) is bytes else fmt
+    if type(text) is str:
+        codes = sum(text.count(letter) for letter in _FORMAT_LETTERS)
+        if codes > MAX_FORMAT_CODES:
+            raise LimitExceeded("sequence size", f"a struct format of {codes:,} codes")
+
+
 def _struct_members(guards: Guards) -> dict[str, Any]:
     """``struct`` for one session: every format sized against its sequence limit first."""
 
@@ -150,7 +164,9 @@ def _struct_members(guards: Guards) -> dict[str, Any]:
     limit = guards.limits.max_sequence_items
 
     def compiled(fmt: Any) -> struct.Struct:
-        made = struct.Struct(exact_value(fmt))  # parsing allocates per code, not per byte
+        fmt = exact_value(fmt)
+        _check_format_codes(fmt)
+        made = struct.Struct(fmt)
         if made.size > limit:
             raise LimitExceeded(
                 "sequence size", f"the format packs {made.size:,} bytes (limit {limit:,})"
@@ -170,7 +186,9 @@ def _struct_members(guards: Guards) -> dict[str, Any]:
         return ticking(compiled(fmt).iter_unpack(buffer))
 
     def calcsize(fmt: Any, /) -> int:
-        return struct.calcsize(exact_value(fmt))
+        fmt = exact_value(fmt)
+        _check_format_codes(fmt)
+        return struct.calcsize(fmt)
 
     stand_in = guarded_type(struct.Struct, compiled, without=("pack_into",))
     guards.shown[struct.Struct] = stand_in  # type(s) is struct.Struct

@@ -131,6 +131,8 @@ BOMBS = {
     # one C call derives the whole key: its rounds (iterations times blocks) are counted first
     "struct-pad": "import struct\nstruct.pack('999999999x')",
     "struct-class": "import struct\nstruct.Struct('2000000000s')",
+    # each code letter of a format is an entry of its parsed form: 32 bytes a letter
+    "struct-codes": "import struct\nstruct.calcsize('b' * 5_000_000)",
     "pbkdf2-rounds": "import hashlib\nhashlib.pbkdf2_hmac('sha256', b'p', b's', 10**9)",
     "pbkdf2-blocks": "import hashlib\nhashlib.pbkdf2_hmac('sha512', b'p', b's', 10**4, 64 * 10**4)",
     "re-sub-growth": "import re\nre.sub('', 'x' * 10**4, 'y' * 10**5)",
