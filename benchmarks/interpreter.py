@@ -69,6 +69,16 @@ ranked = sorted(points, key=lambda p: (p.y, -p.x))[:5]
 (total, max(points, key=lambda p: p.y).y, [p.x for p in ranked])
 """
 
+# Lazy iterators a C consumer walks: each item is handed on through Python code (so a limit
+# can stop the consumer), the cost this measures against CPython's C-only walk.
+LAZY = """
+import itertools
+xs = list(range(100000))
+total = sum(map(abs, xs)) + sum(1 for _ in filter(None, xs))
+pairs = sum(a * b for a, b in zip(map(abs, xs), itertools.islice(itertools.count(), 100000)))
+(total, pairs, len(list(itertools.chain.from_iterable([xs, xs]))))
+"""
+
 TOOL_CALLS = 10_000
 TOOL_SCRIPT = f"""
 total = 0
@@ -169,6 +179,7 @@ def main() -> None:
         ("loop-heavy: dicts, lists, comparisons", RECORDS),
         ("string-heavy", STRINGS),
         ("object-heavy: classes, patterns, zip, sorted", OBJECTS),
+        ("iterator-heavy: map, filter, zip, itertools", LAZY),
     )
     for name, source in scripts:
         rows.append((name, *paired(sandboxed(source), cpython(source)), "script"))

@@ -80,9 +80,10 @@ class _GuardedType(type):
 
     def __instancecheck__(cls, obj: Any) -> bool:
         real = _STAND_INS[id(cls)][0]
-        if isinstance(obj, real) or is_ticking_instance(obj, real):
-            return True
-        return real is range and type(obj) is LongRange
+        wrapper = is_ticking_instance(obj, real)
+        if wrapper is not None:  # a ticking map is a map (and no chain)
+            return wrapper
+        return isinstance(obj, real) or (real is range and type(obj) is LongRange)
 
     def __subclasscheck__(cls, sub: type) -> bool:
         found = _STAND_INS.get(id(sub)) if type(sub) is _GuardedType else None

@@ -1498,7 +1498,8 @@ class OpaqueType:
 
     def __instancecheck__(self, obj: Any) -> bool:
         real = _OPAQUE_REAL[id(self)][0]
-        return isinstance(obj, real) or is_ticking_instance(obj, real)
+        wrapper = is_ticking_instance(obj, real)
+        return isinstance(obj, real) if wrapper is None else wrapper
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # a host class: never built by scripts
         raise SecurityViolation(f"{self.__name__} objects cannot be made from scripts")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import itertools
 import operator
 import sys
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from ._errors import LimitExceeded, recursion_safe
+from ._ownership import register_readable
 from ._sealed import seal
 
 SEQUENCES = (str, bytes, bytearray, list, tuple)  # what repeats by multiplication
@@ -112,40 +114,52 @@ def repeated_len(sequence: Any, count: int) -> int:
     return length
 
 
-class TickingIterator:
+@recursion_safe  # a relay: stopped anywhere, it has only re-yielded what it was given
+def _relay(iterator: Iterator[Any]) -> Iterator[Any]:
+    """Re-yield ``iterator`` from Python code: an explicit loop, not ``yield from``, as its
+    backward jump is where the interpreter checks for pending interrupts (and hands over
+    the GIL); ``yield from`` never does."""
+    for item in iterator:  # noqa: UP028 - see the docstring
+        yield item
+
+
+class TickingIterator(itertools.chain):  # type: ignore[type-arg]
     """An iterator re-yielded from Python code, so C consumers of it can be interrupted.
 
     ``list(itertools.count())`` or ``sum(map(int, huge))`` would otherwise run in C, where no
-    limit can stop it. Each ``next`` enters ``__next__``, a Python function, whose entry is
-    where the interpreter takes a pending stop; nested ones are Python recursion (a limit),
-    not a C stack overflow. One subclass per wrapped type, named as that type: a script's
-    ``map`` shows ``<map object at ...>`` and fails as a map fails (``'map' object is not
+    limit can stop it. Its items pass through a generator (``_relay``), whose loop is where
+    the interpreter takes a pending stop; nested ones are Python recursion (a limit), not a
+    C stack overflow. The class is a ``chain`` of that one generator: its ``next`` is C,
+    which resumes the generator, as fast as the generator alone, and ``iter()`` of it is
+    itself. One subclass per wrapped type, named as that type: a script's ``map`` shows
+    ``<map object at ...>`` and fails as a map fails (``'map' object is not
     subscriptable``); ``type()`` and ``isinstance`` answer for the wrapped type
-    (``wrapped_kind``). The wrapped iterator itself is never handed out.
+    (``wrapped_kind``), never for ``chain``. The wrapped iterator is never handed out.
     """
 
     __slots__ = ("_inner",)
+    _inner: Iterator[Any]
 
-    def __init__(self, inner: Iterator[Any]) -> None:
-        self._inner = inner
+    def __new__(cls, inner: Iterator[Any]) -> TickingIterator:
+        made = super().__new__(cls, _relay(inner))
+        made._inner = inner
+        return made
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if cls.__qualname__ != _WRAPPER_QUALNAME:  # a script's subclass would own _inner
             raise TypeError(f"type {cls.__mro__[1].__name__!r} is not an acceptable base type")
         super().__init_subclass__(**kwargs)
 
-    def __iter__(self) -> TickingIterator:
-        return self
-
-    @recursion_safe  # a relay: stopped anywhere, it has only handed on what it was given
-    def __next__(self) -> Any:
-        return next(self._inner)
-
     def __repr__(self) -> str:
         return repr(self._inner)
 
     def __reduce__(self) -> Any:
         raise TypeError(f"cannot pickle {type(self).__name__!r} object")
+
+    @property
+    def from_iterable(self) -> Any:
+        """chain's constructor is no name of the type wrapped (nor builds past ``__new__``)."""
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute 'from_iterable'")
 
 
 _WRAPPER_QUALNAME = "<ticking>"
@@ -167,6 +181,7 @@ def _wrapper_class(kind: type) -> type[TickingIterator]:
         found = type(name, (TickingIterator,), namespace)
         found.__qualname__ = name
         seal(found)  # every session's: no one writes to it
+        register_readable(found)  # it.__next__() by name, as on any iterator
         _WRAPPERS[kind] = found
         _WRAPPED[found] = kind
     return found
@@ -183,10 +198,10 @@ def wrapped_kind(kind: type) -> type:
     return _WRAPPED.get(kind, kind)
 
 
-def is_ticking_instance(obj: Any, kind: type) -> bool:
-    """Is ``obj`` a ticking wrapper of an instance of ``kind``?"""
+def is_ticking_instance(obj: Any, kind: type) -> bool | None:
+    """Is ``obj`` a ticking wrapper of an instance of ``kind``? None: it is no wrapper."""
     wrapped = _WRAPPED.get(type(obj))
-    return wrapped is not None and issubclass(wrapped, kind)
+    return None if wrapped is None else issubclass(wrapped, kind)
 
 
 def interruptible(function: Any) -> Any:
