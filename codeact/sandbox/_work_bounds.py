@@ -182,8 +182,8 @@ def _wrapper_class(kind: type) -> type[TickingIterator]:
         found.__qualname__ = name
         seal(found)  # every session's: no one writes to it
         register_readable(found)  # it.__next__() by name, as on any iterator
-        _WRAPPERS[kind] = found
         _WRAPPED[found] = kind
+        _WRAPPERS[kind] = found  # last: a stop landing before it leaves nothing half made
     return found
 
 
