@@ -52,7 +52,7 @@ from ._ownership import (
 )
 from ._pending import Pending
 from ._script_classes import ScriptClassFactory, delete_dunder_later, set_dunder_later
-from ._sealed import seal
+from ._sealed import HEAP_TYPE, seal
 from ._transformer import (
     CALLBACK_METHODS,
     CLASS_BODY_DUNDERS,
@@ -86,7 +86,6 @@ from ._work_bounds import (
 _MISSING = object()
 # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or PyType_FromSpec), whose
 # methods may be Python code that trusts its receiver; static builtins check theirs.
-_HEAP_TYPE = 1 << 9
 # Methods only a host type defines (in C); no script can name one to bind it.
 _C_METHODS = (
     types.MethodDescriptorType,
@@ -208,7 +207,7 @@ class Guards:
         if (
             type(value) is FUNCTION_TYPE
             and isinstance(obj, type)
-            and obj.__flags__ & _HEAP_TYPE
+            and obj.__flags__ & HEAP_TYPE
             and not is_script_function(value)
         ):
             # Counter.copy read from the class: host code that would run on any receiver
@@ -343,7 +342,7 @@ class Guards:
                 raise SecurityViolation(f"{defining.__name__}.__new__ is not accessible")
             return Builtin(_constructing(value, defining), name)
         bound = not isinstance(obj, type)
-        if not bound and defining.__flags__ & _HEAP_TYPE:
+        if not bound and defining.__flags__ & HEAP_TYPE:
             # Path's __init__ on the script's object: host code would read the object's
             # attributes raw and store what it read (the real type) where the script reads
             value = _on_own_instances(value, defining, name)
@@ -704,7 +703,7 @@ class Guards:
             return shown
         if kind in SCRIPT_CLASSES or kind in BASE_CLASSES or kind in PLAIN_TYPES:
             return kind
-        if issubclass(kind, BaseException) and not kind.__flags__ & _HEAP_TYPE:
+        if issubclass(kind, BaseException) and not kind.__flags__ & HEAP_TYPE:
             return kind
         return self.opaque_type(kind)
 
@@ -1358,7 +1357,7 @@ def _constructing(new: Any, owner: type) -> Callable[..., Any]:
             and is_script_class(kind)
             and issubclass(kind, owner)
             and all(
-                k in SCRIPT_CLASSES or not k.__flags__ & _HEAP_TYPE or issubclass(k, enum.Enum)
+                k in SCRIPT_CLASSES or not k.__flags__ & HEAP_TYPE or issubclass(k, enum.Enum)
                 for k in kind.__mro__
             )
         ):

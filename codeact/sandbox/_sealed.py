@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from types import ModuleType
 
 _IMMUTABLE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE (CPython 3.10+)
-_HEAP = 1 << 9  # Py_TPFLAGS_HEAPTYPE: only classes made at run time need sealing
+HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (only those need sealing)
 # PyTypeObject: the variable object header (3 words), then 18 words before tp_flags.
 _FLAGS_OFFSET = 21 * ctypes.sizeof(ctypes.c_void_p)
 _OWN_PACKAGES = ("codeact.", "stdlib_bindings")
@@ -32,7 +32,7 @@ def _flags_word(cls: type) -> ctypes.c_ulong:
 
 def seal(cls: type) -> type:
     """Make ``cls`` refuse every attribute write from now on; returns it (a decorator)."""
-    if not cls.__flags__ & _HEAP or cls.__flags__ & _IMMUTABLE:
+    if not cls.__flags__ & HEAP_TYPE or cls.__flags__ & _IMMUTABLE:
         return cls
     word = _flags_word(cls)
     if word.value != cls.__flags__:  # another layout than the one this was written for
@@ -52,7 +52,7 @@ def seal_module_classes(modules: Iterable[ModuleType]) -> int:
                 and not value.__flags__ & _IMMUTABLE
             ):
                 seal(value)
-                sealed += value.__flags__ & _HEAP and 1
+                sealed += value.__flags__ & HEAP_TYPE and 1
     return sealed
 
 
@@ -72,4 +72,4 @@ def is_sealed(cls: type) -> bool:
     return bool(cls.__flags__ & _IMMUTABLE)
 
 
-__all__ = ["is_sealed", "seal", "seal_module_classes"]
+__all__ = ["HEAP_TYPE", "is_sealed", "seal", "seal_module_classes"]

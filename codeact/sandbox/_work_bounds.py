@@ -19,7 +19,7 @@ from typing import Any
 
 from ._errors import LimitExceeded, recursion_safe
 from ._ownership import register_readable
-from ._sealed import seal
+from ._sealed import HEAP_TYPE, seal
 
 SEQUENCES = (str, bytes, bytearray, list, tuple)  # what repeats by multiplication
 # isinstance(x, Fraction) asks ABCMeta's, whose one statement is a call into C
@@ -163,7 +163,6 @@ class TickingIterator(itertools.chain):  # type: ignore[type-arg]
 
 
 _WRAPPER_QUALNAME = "<ticking>"
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time, named by __name__ alone
 # wrapper class -> the type it wraps, and back
 _WRAPPED: dict[type, type] = {}
 _WRAPPERS: dict[type, type[TickingIterator]] = {}
@@ -176,7 +175,7 @@ def _wrapper_class(kind: type) -> type[TickingIterator]:
         namespace["__module__"] = kind.__module__
         # named as CPython's errors name the type: a C type by its module too
         # ("unsupported operand type(s) for +: 'itertools.count' and 'int'")
-        static = not kind.__flags__ & _HEAP_TYPE and kind.__module__ != "builtins"
+        static = not kind.__flags__ & HEAP_TYPE and kind.__module__ != "builtins"
         name = f"{kind.__module__}.{kind.__name__}" if static else kind.__name__
         found = type(name, (TickingIterator,), namespace)
         found.__qualname__ = name
