@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -44,7 +45,7 @@ class _State:
     resolved_for: Any = _UNSET
     tracer: Tracer | None = None
     api: Any = None  # the opentelemetry.trace module, once imported
-    provider_env = False
+    provider_env: bool | None = None  # a provider named in the environment
 
 
 _STATE = _State()
@@ -65,6 +66,8 @@ def tracer() -> Tracer | None:
     """The tracer spans come from, or None when nothing would receive them."""
     state = _STATE
     if state.api is None:
+        if state.provider is _UNSET and _nothing_configured():
+            return None  # asked again next time: a provider may be set up later
         try:
             from opentelemetry import trace
         except ImportError:  # the extra is not installed: tracing is off, for good
@@ -87,6 +90,15 @@ def tracer() -> Tracer | None:
         state.resolved_for = provider
         state.tracer = _tracer_of(provider)
     return state.tracer
+
+
+def _nothing_configured() -> bool:
+    """No provider can be in place yet: none is named in the environment, and the API
+    that would hold one set in code was never imported (importing it costs a first run
+    several milliseconds)."""
+    if _STATE.provider_env is None:
+        _STATE.provider_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+    return not _STATE.provider_env and "opentelemetry.trace" not in sys.modules
 
 
 def _tracer_of(provider: Any) -> Tracer | None:

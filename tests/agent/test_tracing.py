@@ -4,6 +4,7 @@ their stable codes, content only when asked for, and nothing when no provider is
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -252,11 +253,9 @@ def test_a_failed_turn_marks_the_agent_span(spans: InMemorySpanExporter) -> None
 
 
 GLOBAL_PROVIDER = """
+import sys
 import anyio
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+{first}
 from codeact import ToolCall, ToolRegistry, tool
 
 @tool
@@ -266,21 +265,39 @@ def add(a: int, b: int = 0) -> int:
 
 registry = ToolRegistry()
 registry.register(add)
-anyio.run(registry.execute, ToolCall("before", "add", {"a": 1}))  # no provider yet: no span
+anyio.run(registry.execute, ToolCall("before", "add", {{"a": 1}}))  # no provider yet: no span
+imported_before = "opentelemetry.trace" in sys.modules
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
 exporter = InMemorySpanExporter()
 provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(exporter))
 trace.set_tracer_provider(provider)  # the application's own, set after codeact was used
-anyio.run(registry.execute, ToolCall("after", "add", {"a": 2}))
-print([dict(s.attributes)["gen_ai.tool.call.id"] for s in exporter.get_finished_spans()])
+anyio.run(registry.execute, ToolCall("after", "add", {{"a": 2}}))
+ids = [dict(s.attributes)["gen_ai.tool.call.id"] for s in exporter.get_finished_spans()]
+print(imported_before, ids)
 """
 
 
-def test_a_global_provider_set_later_is_used_from_then_on(tmp_path: Path) -> None:
+@pytest.mark.parametrize("api_imported_first", [True, False])
+def test_a_global_provider_set_later_is_used_from_then_on(
+    tmp_path: Path, api_imported_first: bool
+) -> None:
     script = tmp_path / "app.py"
-    script.write_text(GLOBAL_PROVIDER)
+    first = "from opentelemetry import trace" if api_imported_first else ""
+    script.write_text(GLOBAL_PROVIDER.format(first=first))
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=environment,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['after']"
+    # with nothing that could receive a span, the first call does not load the API at all
+    assert done.stdout.strip() == f"{api_imported_first} ['after']"
