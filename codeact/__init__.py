@@ -6,11 +6,17 @@ in native, code or both modes.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-from ._version import __version__ as __version__
+# First of all: the worker template imports the sandbox's world while this process
+# imports codeact's, so a first script in a worker waits for the slower of the two, not
+# for both in turn (the module imports next to nothing, to start it sooner).
 from .executors._early_template import start_early_template as _start_early_template
+
+_start_early_template()
+
+import importlib  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
+from ._version import __version__ as __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from .agent._loop import (
@@ -243,11 +249,6 @@ _EXPORTS: dict[str, str] = {
 
 # Names resolve on first use (PEP 562), so a sandbox worker process that needs only
 # the interpreter does not pay for importing pydantic and jsonschema.
-
-
-# The worker template imports the sandbox's world while this process imports codeact's:
-# a first script in a worker waits for the slower of the two, not for both in turn.
-_start_early_template()
 
 
 def __getattr__(name: str) -> Any:

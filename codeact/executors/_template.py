@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from ._confine import ConfinementReport, load_seccomp
-from ._early_template import spawn_template
+from ._early_template import SpawnedProcess, spawn_template
 
 MAX_CONTROL_BYTES = 65_536
 READY_TIMEOUT_SECONDS = 30.0
@@ -102,7 +102,7 @@ class ForkedProcess:
 class WorkerTemplate:
     """The host's handle on one template process: fork workers, learn how they end."""
 
-    def __init__(self, process: subprocess.Popen[bytes], control: socket.socket) -> None:
+    def __init__(self, process: SpawnedProcess, control: socket.socket) -> None:
         self.process = process
         self._control = control
         self._lock = threading.Lock()  # one fork request at a time
@@ -302,11 +302,16 @@ def _receive(control: socket.socket) -> tuple[dict[str, Any], list[int]]:
 def main() -> None:
     """``python -m codeact.executors._template <worker module> <control fd>``."""
     module, control_fd = sys.argv[1], int(sys.argv[2])
+    _keep_only(control_fd)
+    os.chdir("/")  # holds no folder of the host's
     control = socket.socket(fileno=control_fd)
     _die_with_host()
     import importlib
 
     load_seccomp()  # imported once for every worker (its error is reported by confinement)
+    # asyncio's TLS layer: a worker opens no connection (seccomp refuses sockets), and
+    # loading OpenSSL's bindings was a twentieth of the template's start
+    sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
     importlib.import_module(module)  # the worker and everything it loads at start
     importlib.import_module("codeact.sandbox._interpreter")
     importlib.import_module("codeact.stdlib._modules")
@@ -316,11 +321,18 @@ def main() -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     from codeact.executors._confine import confine_template, resolve_interpreter_paths
+    from codeact.stdlib import standard_sandbox
 
-    resolve_interpreter_paths()
+    # One session made and dropped: what a process's first session makes for all (its
+    # shared classes sealed, the stand-ins and caches of every facade) is made here once,
+    # not in each worker after its fork. It starts no thread and runs no script.
+    standard_sandbox()
+    resolve_interpreter_paths()  # after it: anything it imported is readable by workers
     confinement = confine_template()  # its children inherit it, then confine themselves further
-    gc.collect()
-    gc.freeze()  # what is here now is shared with every worker: never scanned, never copied
+    # What is here now is shared with every worker: never scanned, never copied. Frozen
+    # without a collection first: the little garbage the imports left costs less memory
+    # than a full pass costs time on the path of a host's first script.
+    gc.freeze()
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -342,6 +354,13 @@ def main() -> None:
             else:
                 for fd in fds:
                     os.close(fd)
+
+
+def _keep_only(control_fd: int) -> None:
+    """Close every descriptor but the standard streams and the control socket: whatever
+    else the host let this process inherit, no worker forked from it holds."""
+    os.closerange(3, control_fd)
+    os.closerange(control_fd + 1, os.sysconf("SC_OPEN_MAX"))
 
 
 def _die_with_host() -> None:

@@ -28,4 +28,5 @@ DEFAULT_WORKER_MODULE = "codeact.executors._worker"
 
 def template_command(worker_module: str) -> list[str]:
     """How the host starts the template of workers that run ``worker_module``."""
-    return [sys.executable, "-m", "codeact.executors._template", worker_module]
+    # -P: nothing is imported from the host's working folder, where the template starts
+    return [sys.executable, "-P", "-m", "codeact.executors._template", worker_module]

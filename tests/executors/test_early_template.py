@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -67,9 +68,9 @@ def tree():
 """
 
 
-def host(program: str, *, early: str | None = None) -> dict[str, Any]:
-    """Run ``program`` in a fresh interpreter (early template on unless ``early``); the
-    JSON object it prints last."""
+def host(program: str, *, early: str | None = None, cwd: Path = ROOT) -> dict[str, Any]:
+    """Run ``program`` in a fresh interpreter (early template on unless ``early``) in
+    ``cwd``; the JSON object it prints last."""
     environment = {k: v for k, v in os.environ.items() if k != EARLY_TEMPLATE_VARIABLE}
     if early is not None:
         environment[EARLY_TEMPLATE_VARIABLE] = early
@@ -78,7 +79,7 @@ def host(program: str, *, early: str | None = None) -> dict[str, Any]:
         capture_output=True,
         text=True,
         env=environment,
-        cwd=ROOT,
+        cwd=cwd,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
@@ -224,3 +225,73 @@ def test_a_template_is_taken_over_once() -> None:
     control.close()
     process.kill()
     process.wait()
+
+
+def test_the_template_holds_no_descriptor_the_host_let_it_inherit() -> None:
+    seen = host(
+        """
+        read_end, write_end = os.pipe()
+        os.set_inheritable(read_end, True)  # what a careless host leaves open to children
+        os.set_inheritable(write_end, True)
+        import codeact
+        (early,) = tree()
+        from codeact import Runtime, ToolCall, ToolRegistry
+        runtime = Runtime(ToolRegistry(), mode="code")
+        result = runtime.execute_sync(ToolCall("c", "run_code", {"code": "6 * 7"}))
+        held = sorted(os.readlink(f"/proc/{early}/fd/{fd}") for fd in os.listdir(f"/proc/{early}/fd"))
+        pipe = os.readlink(f"/proc/self/fd/{read_end}")
+        template = runtime.executor.template_pid
+        runtime.close()
+        print(json.dumps({"early": early, "template": template, "held": held, "pipe": pipe,
+                          "text": result.text}))
+        """
+    )
+    assert seen["template"] == seen["early"]  # the template that served the run
+    assert "42" in seen["text"]
+    assert seen["pipe"].startswith("pipe:")
+    assert seen["pipe"] not in seen["held"]
+    # its standard streams (/dev/null), its control socket, its wake-up pipe's two ends,
+    # the file it reads its own memory from: nothing else
+    assert len(seen["held"]) <= 7, seen["held"]
+
+
+def test_a_codeact_folder_where_the_host_runs_is_not_what_the_template_imports(
+    tmp_path: Path,
+) -> None:
+    impostor = tmp_path / "codeact"
+    impostor.mkdir()
+    (impostor / "__init__.py").write_text("raise SystemExit(3)\n")
+    seen = host(
+        f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})  # this host imports the real one on purpose
+        import codeact
+        (early,) = tree()
+        from codeact import Runtime, ToolCall, ToolRegistry
+        runtime = Runtime(ToolRegistry(), mode="code")
+        result = runtime.execute_sync(ToolCall("c", "run_code", {{"code": "6 * 7"}}))
+        template = runtime.executor.template_pid
+        runtime.close()
+        print(json.dumps({{"early": early, "template": template, "text": result.text}}))
+        """,
+        cwd=tmp_path,
+    )
+    assert "42" in seen["text"]
+    assert seen["template"] == seen["early"]  # it started: it never ran the impostor
+
+
+def test_a_template_handle_kills_and_reaps_once_and_keeps_no_descriptor() -> None:
+    before = set(os.listdir("/proc/self/fd"))
+    command = template_command(DEFAULT_WORKER_MODULE)
+    taken = _Early(command, WORKER_ENVIRONMENT).take(command, WORKER_ENVIRONMENT)
+    assert taken is not None
+    process, control = taken
+    assert process.pid in children()
+    assert process.poll() is None
+    process.kill()
+    assert process.wait() == -signal.SIGKILL
+    assert process.poll() == -signal.SIGKILL
+    process.kill()  # reaped: its pidfd is closed, so no other process can be signalled
+    control.close()
+    assert process.pid not in children()
+    assert set(os.listdir("/proc/self/fd")) == before
