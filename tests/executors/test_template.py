@@ -13,7 +13,11 @@ import pytest
 
 from codeact.executors._early_template import available
 from codeact.executors._process import ProcessExecutor
+from codeact.executors._template import WorkerTemplate
+from codeact.executors._worker_environment import template_command
+from codeact.executors._worker_process import Worker, WorkerOptions
 from codeact.sandbox import Limits
+from tests.executors.test_confinement import ESCAPE_MODULE, escape
 from tests.executors.test_process import LIMITS, children, killed_mid_run, run
 
 pytestmark = [
@@ -269,3 +273,24 @@ async def test_the_template_runs_with_no_new_privileges_and_a_filter() -> None:
         assert {"no_new_privs", "landlock", "seccomp"} <= set(worker.confinement.active)
     finally:
         await executor.aclose()
+
+
+async def test_a_worker_program_whose_main_is_borrowed_runs_whole_when_forked() -> None:
+    # the escape worker calls the standard worker's main() with an operation of its own:
+    # forked from a template, it must run as its own program, not as that main() alone
+    options = WorkerOptions(module=ESCAPE_MODULE)
+    template = WorkerTemplate.spawn(template_command(ESCAPE_MODULE), options.environment)
+    try:
+        await anyio.to_thread.run_sync(template.wait_ready)
+        worker = await Worker.start(Limits(), frozenset({"json"}), options, template)
+        try:
+            assert parent_of(worker.pid) == template.process.pid
+            assert await escape(worker, "result = 6 * 7") == {
+                "op": "escaped",
+                "ok": True,
+                "value": "42",
+            }
+        finally:
+            await worker.close()
+    finally:
+        await anyio.to_thread.run_sync(template.close)
