@@ -32,7 +32,8 @@ from types import FrameType
 from typing import Any
 
 from ..sandbox._compiler import SCRIPT_FILENAME
-from ..stdlib._recorded import MAX_ENTROPY_BYTES, TAPE, entropy, seed_value
+from ..stdlib._recorded import TAPE, entropy, seed_value
+from ..stdlib._tape_bounds import MAX_ENTROPY_BYTES
 
 CLOCKS = (
     "time",

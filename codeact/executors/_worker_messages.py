@@ -26,7 +26,7 @@ from ..sandbox._outcome import (
     SCALAR_CHARS,
     outcome_from_json,
 )
-from ..stdlib._recorded import FLOAT_KINDS, INT_KINDS, MAX_ENTROPY_BYTES
+from ..stdlib._tape_bounds import FLOAT_KINDS, INT_KINDS, MAX_ENTROPY_BYTES
 
 MAX_ERROR_CHARS = 4_000  # the interpreter's own bound on an error message
 MAX_LINE_CHARS = 1_000  # a source line, an exception's kind, a hint

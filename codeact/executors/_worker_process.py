@@ -28,7 +28,7 @@ from ..contract._exceptions import ErrorCode
 from ..contract._json import JsonValue
 from ..contract._results import ToolExecutionResult, failure
 from ..sandbox import Limits, ScriptError, ScriptOutcome, ToolCallRecord
-from ..stdlib._recorded import MAX_READINGS, MAX_TAPE_CHARS, reading_chars
+from ..stdlib._tape_bounds import MAX_READINGS, MAX_TAPE_CHARS, reading_chars
 from ._confine import UNPRIVILEGED_ID, Confinement, ConfinementReport
 from ._in_process import (
     AsyncBatchCaller,

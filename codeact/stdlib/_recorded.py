@@ -20,15 +20,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ..sandbox._errors import LimitExceeded
-
-MAX_READINGS = 100_000  # per run: a clock read in a loop must not grow the record unbounded
-MAX_ENTROPY_BYTES = 4_096  # per reading
-# per run, as the record keeps them (entropy as hex): about a megabyte of random bytes
-MAX_TAPE_CHARS = 2_000_000
-FLOAT_KINDS = frozenset({"time", "monotonic", "perf_counter", "process_time", "thread_time"})
-INT_KINDS = frozenset(
-    {"time_ns", "monotonic_ns", "perf_counter_ns", "process_time_ns", "thread_time_ns"}
+from ._tape_bounds import (
+    FLOAT_KINDS,
+    INT_KINDS,
+    MAX_ENTROPY_BYTES,
+    MAX_READINGS,
+    MAX_TAPE_CHARS,
+    reading_chars,
 )
+
 # What each clock reads live. A script's process time is its own thread's CPU time: in
 # process it would be the whole host's, which says what other sessions are doing.
 LIVE_CLOCKS = {"process_time": "thread_time", "process_time_ns": "thread_time_ns"}
@@ -96,11 +96,6 @@ class Tape:
         """The fresh readings since the last drain, for the host's record."""
         fresh, self._fresh = self._fresh, []
         return fresh
-
-
-def reading_chars(value: Any) -> int:
-    """What one reading costs the record: its text (entropy), or a number's digits."""
-    return len(value) if type(value) is str else len(repr(value))
 
 
 TAPE = Tape()
