@@ -33,6 +33,7 @@ SCOPE_KEY = "__codeact_scope__"
 SCOPE_MARK = object()
 
 
+@recursion_safe  # reads only: eval and exec ask it of every name, the script's deepest too
 def is_internal_name(name: str) -> bool:
     """The guards' names and temporaries (``_getattr_``, ``_tmp0``), ``__builtins__``."""
     if name in ("__name__", "__doc__"):

@@ -153,6 +153,7 @@ def _names_of(namespace: dict[Any, Any]) -> dict[str, Any]:
     return names
 
 
+@recursion_safe  # reads only
 def _as_dict(mapping: Any) -> dict[Any, Any]:
     """A locals mapping as a dict: the script's own mapping class would be read by host code."""
     if type(mapping) is not dict:
