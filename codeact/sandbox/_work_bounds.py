@@ -140,6 +140,7 @@ class TickingIterator(itertools.chain):  # type: ignore[type-arg]
     __slots__ = ("_inner",)
     _inner: Iterator[Any]
 
+    @recursion_safe  # builds its own object only
     def __new__(cls, inner: Iterator[Any]) -> TickingIterator:
         made = super().__new__(cls, _relay(inner))
         made._inner = inner
@@ -168,6 +169,7 @@ _WRAPPED: dict[type, type] = {}
 _WRAPPERS: dict[type, type[TickingIterator]] = {}
 
 
+@recursion_safe  # a class made is listed last: stopped anywhere, nothing is half made
 def _wrapper_class(kind: type) -> type[TickingIterator]:
     found = _WRAPPERS.get(kind)
     if found is None:
