@@ -940,6 +940,7 @@ class Guards:
         return (width, *args[1:]) if args else args
 
 
+@recursion_safe  # reads, and wraps in a method of this call's own
 def _callback_safe(value: Any) -> Any:
     """The builtin ``list.sort`` with its ``key`` made ``interruptible``; anything else as is."""
     method: Any = value
@@ -1035,6 +1036,7 @@ def _kept_on_instance(obj: Any, name: str) -> Any:
     return namespace.get(name, _MISSING) if type(namespace) is dict else _MISSING
 
 
+@recursion_safe  # reads only
 def _defined_nowhere(obj: Any, name: str) -> bool:
     """Would CPython's lookup of ``obj.name`` find nothing, and run nothing while it looks?
 
@@ -1302,6 +1304,7 @@ def _changing(guards: Guards, method: Any, name: str, *, bound: bool) -> Callabl
     return call
 
 
+@recursion_safe  # reads, and wraps in a builtin of this call's own
 def _unbound_method(owner: type, name: str, value: Any) -> Any:
     """A plain function read from a host class: a method (receiver checked) unless the
     class holds it as a static method, which has no receiver to trust."""
@@ -1313,6 +1316,7 @@ def _unbound_method(owner: type, name: str, value: Any) -> Any:
     return _on_own_instances(value, owner, name)
 
 
+@recursion_safe  # builds its own wrapper only
 def _on_own_instances(method: Any, owner: type, name: str) -> Callable[..., Any]:
     """A host class's unbound dunder, callable only on that class's own instances (a script
     subclass of a reviewed base included): never host code run on a foreign receiver."""
@@ -1582,6 +1586,7 @@ _MATCH_SELF = frozenset(
 )
 
 
+@recursion_safe  # reads only
 def _super_of_script(obj: super) -> bool:
     this_class = obj.__thisclass__  # type: ignore[attr-defined]
     return isinstance(this_class, type) and is_script_class(this_class)

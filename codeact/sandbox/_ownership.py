@@ -200,6 +200,7 @@ def is_script_class(cls: type) -> bool:
     return False
 
 
+@recursion_safe  # reads only
 def readable_names(obj: Any) -> frozenset[str] | bool | None:
     """Public names a script may read on ``obj``: None for all, False for none."""
     kind = type(obj)
@@ -222,6 +223,7 @@ def readable_names(obj: Any) -> frozenset[str] | bool | None:
     return False
 
 
+@recursion_safe  # reads only
 def is_shared_container(owner: Any, name: str, value: Any) -> bool:
     """Is ``value`` a mutable container that a host class holds as ``name``?"""
     if type(value) not in MUTABLE_TYPES:
@@ -232,6 +234,7 @@ def is_shared_container(owner: Any, name: str, value: Any) -> bool:
     )  # a script class's own list is the script's
 
 
+@recursion_safe  # reads only
 def is_script_function(obj: Any) -> bool:
     """A function a script defined: its globals are a sandbox's scope."""
     scope = getattr(obj, "__globals__", None) if type(obj) is _FUNCTION else None

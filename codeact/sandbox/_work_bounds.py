@@ -52,6 +52,7 @@ def check_gcd(*numbers: Any) -> None:
         raise LimitExceeded("integer size", "gcd of integers this large takes too long")
 
 
+@recursion_safe  # reads only
 def text_base(obj: Any) -> Any:
     return str if isinstance(obj, str) else bytes if isinstance(obj, bytes) else bytearray
 
@@ -205,6 +206,7 @@ def is_ticking_instance(obj: Any, kind: type) -> bool | None:
     return None if wrapped is None else issubclass(wrapped, kind)
 
 
+@recursion_safe  # builds its own relay only (and the relay passes a call on)
 def interruptible(function: Any) -> Any:
     """A callback for C code that calls it per item, made to enter Python on every call.
 
@@ -216,7 +218,6 @@ def interruptible(function: Any) -> Any:
     if function is None or type(function) is FUNCTION_TYPE or not callable(function):
         return function  # nothing to call, or a Python function: entering it is the check
 
-    @recursion_safe  # a relay
     def call(*args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
 
@@ -226,12 +227,12 @@ def interruptible(function: Any) -> Any:
 FUNCTION_TYPE = type(interruptible)
 
 
+@recursion_safe  # builds its own wrapper (which wraps the callbacks of its call's arguments)
 def with_interruptible_callbacks(
     function: Callable[..., Any], *, positions: tuple[int, ...] = (), names: tuple[str, ...] = ()
 ) -> Callable[..., Any]:
     """``function`` whose callback arguments (at ``positions``, or named) are ``interruptible``."""
 
-    @recursion_safe  # wraps the callbacks of this call's own arguments
     def call(*args: Any, **kwargs: Any) -> Any:
         if positions:
             args = tuple(interruptible(a) if i in positions else a for i, a in enumerate(args))
