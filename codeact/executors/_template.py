@@ -358,9 +358,14 @@ def main() -> None:
 
 def _keep_only(control_fd: int) -> None:
     """Close every descriptor but the standard streams and the control socket: whatever
-    else the host let this process inherit, no worker forked from it holds."""
-    os.closerange(3, control_fd)
-    os.closerange(control_fd + 1, os.sysconf("SC_OPEN_MAX"))
+    else the host let this process inherit, no worker forked from it holds. Listed from
+    /proc, not closed up to the descriptor limit: a host may hold descriptors above a
+    soft limit it lowered after opening them."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != control_fd:
+            with contextlib.suppress(OSError):  # the listing's own, closed already
+                os.close(fd)
 
 
 def _die_with_host() -> None:

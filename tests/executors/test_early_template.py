@@ -230,9 +230,13 @@ def test_a_template_is_taken_over_once() -> None:
 def test_the_template_holds_no_descriptor_the_host_let_it_inherit() -> None:
     seen = host(
         """
+        import resource
         read_end, write_end = os.pipe()
         os.set_inheritable(read_end, True)  # what a careless host leaves open to children
         os.set_inheritable(write_end, True)
+        high = os.dup2(read_end, 900)  # above the limit the host lowers next
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
         import codeact
         (early,) = tree()
         from codeact import Runtime, ToolCall, ToolRegistry
