@@ -74,14 +74,12 @@ def tracer() -> Tracer | None:
             state.api = False
             return None
         state.api = trace
-        # a provider named in the environment is made by the API on first use
-        state.provider_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
     if state.api is False:
         return None
     if state.provider is _UNSET:
         # No global provider set in code nor named in the environment is the common case,
         # read without get_tracer_provider's environment lookup on every call.
-        if getattr(state.api, "_TRACER_PROVIDER", _UNSET) is None and not state.provider_env:
+        if getattr(state.api, "_TRACER_PROVIDER", _UNSET) is None and not _provider_named():
             return None
         provider = state.api.get_tracer_provider()
     else:
@@ -96,9 +94,14 @@ def _nothing_configured() -> bool:
     """No provider can be in place yet: none is named in the environment, and the API
     that would hold one set in code was never imported (importing it costs a first run
     several milliseconds)."""
+    return not _provider_named() and "opentelemetry.trace" not in sys.modules
+
+
+def _provider_named() -> bool:
+    """Is a provider named in the environment (the API makes it on first use)? Read once."""
     if _STATE.provider_env is None:
         _STATE.provider_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
-    return not _STATE.provider_env and "opentelemetry.trace" not in sys.modules
+    return _STATE.provider_env
 
 
 def _tracer_of(provider: Any) -> Tracer | None:
