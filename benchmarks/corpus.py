@@ -29,10 +29,13 @@ SECONDS = 60
 
 # CPython's side: the script as a module of its own, its last expression kept as the value.
 _REFERENCE = r"""
-import ast, contextlib, inspect, io, json, sys
+import ast, contextlib, inspect, io, json, sys, types
 source = sys.stdin.read()
 printed = io.StringIO()
-scope = {"__name__": "__main__", "__doc__": None}
+# the script's namespace is the __main__ module's, as when CPython runs a file: what looks
+# a class's module up (typing.get_type_hints, dataclasses, pickle) finds the script
+main = sys.modules["__main__"] = types.ModuleType("__main__")
+scope = main.__dict__
 value = error = None
 try:
     tree = ast.parse(source)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import functools
 import sys
 import threading
@@ -53,11 +54,13 @@ def compile_script(source: str) -> CompiledScript:
     policy = CodeActPolicy()
     try:
         with _deeper_recursion():
+            written = annotations_as_written(tree)
             policy.visit(tree)
     except RecursionError:
         return CompiledScript(syntax_error="the script is nested too deeply to compile")
     if policy.errors:
         return CompiledScript(violations=tuple(policy.errors))
+    put_back(written)
     try:
         code = compile_tree(tree, SCRIPT_FILENAME, flags=TOP_LEVEL_AWAIT)
         return CompiledScript(code=code, brief=brief)
@@ -88,14 +91,45 @@ def compile_string(source: str | bytes, mode: str) -> CompiledString:
     except (SyntaxError, ValueError) as error:
         return CompiledString(error=(type(error), error.args))
     policy = _ForStrings()
+    written = annotations_as_written(tree)
     policy.visit(tree)
     if policy.errors:
         return CompiledString(violations=tuple(policy.errors))
+    put_back(written)
     try:
         return CompiledString(code=compile_tree(tree, STRING_FILENAME, mode=mode))
     except SyntaxError as error:  # found only when compiling ('await' outside a function)
         where = (STRING_SHOWN_AS, error.lineno, error.offset, error.text)
         return CompiledString(error=(type(error), (error.msg, where)))
+
+
+Annotation = tuple[ast.AST, str, ast.expr]
+
+
+def annotations_as_written(tree: ast.Module | ast.Expression) -> list[Annotation]:
+    """Under ``from __future__ import annotations`` CPython keeps each annotation as the
+    text of its source, and the policy's rewrite would put the guards' calls in that text.
+    Copies of them, taken before the rewrite, to be put back after it (``put_back``): such
+    an annotation is only ever made into text, never run (the policy still checks it)."""
+    if not isinstance(tree, ast.Module) or not any(
+        isinstance(statement, ast.ImportFrom)
+        and statement.module == "__future__"
+        and any(alias.name == "annotations" for alias in statement.names)
+        for statement in tree.body
+    ):
+        return []
+    written: list[Annotation] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            written.append((node, "annotation", copy.deepcopy(node.annotation)))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            written.append((node, "returns", copy.deepcopy(node.returns)))
+    return written
+
+
+def put_back(written: list[Annotation]) -> None:
+    for holder, field, annotation in written:
+        setattr(holder, field, annotation)
 
 
 @contextlib.contextmanager

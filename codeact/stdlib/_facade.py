@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..sandbox._work_bounds import ticking, ticking_factory
@@ -21,11 +21,13 @@ class Facade:
     # "json.decoder" in the host's sys.modules, and hand the script the real module.
     __slots__ = ("_members", "_name")
 
-    def __init__(self, name: str, members: Mapping[str, Any]) -> None:
+    def __init__(self, name: str, members: Mapping[str, Any], *, own: Collection[str] = ()) -> None:
+        """``own``: members made for one session's facade alone, which may be mutable as
+        CPython's are (``sys.argv``); every other member is immutable."""
         for key, value in members.items():
             if isinstance(value, types.ModuleType):  # a submodule is a facade of its own
                 raise TypeError(f"facade {name}.{key} must not be a module")
-            if isinstance(value, list | dict | set | bytearray):
+            if isinstance(value, list | dict | set | bytearray) and key not in own:
                 raise TypeError(f"facade {name}.{key} must be immutable")
             if isinstance(value, types.FunctionType) and value.__module__.startswith(__package__):
                 # a wrapper written here shows the public name, not its private one

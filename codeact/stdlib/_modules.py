@@ -2,7 +2,8 @@
 
 Every member is listed by name. Left out on purpose: anything that returns a
 module, touches files, processes, the network or the clock's sleep; anything that
-evaluates strings as code (``typing.get_type_hints``); anything that reads
+evaluates strings as code (``typing.get_type_hints`` is the sandbox's own, which reads an
+annotation's text without running it: ``_type_hints.py``); anything that reads
 attributes by name behind the guard's back (``operator.attrgetter``,
 ``functools.update_wrapper`` with custom names); ``collections.UserString`` and
 ``string.Formatter`` (format-string traversal), ``uuid.uuid1`` (host identity) and
@@ -312,6 +313,15 @@ def _pbkdf2_hmac(
     return hashlib.pbkdf2_hmac(hash_name, password, salt, rounds, length)
 
 
+# hashlib's members but its two sets, which each session has copies of
+_HASH_MEMBERS = {
+    **pick(hashlib, HASHES),
+    **_SHAKES,
+    "new": _hash_new,
+    "pbkdf2_hmac": _pbkdf2_hmac,
+}
+
+
 MAX_JSON_INDENT = 1_000
 NORMALIZE_GROWTH = 18  # the most one character expands under NFKD (U+FDFA)
 
@@ -598,17 +608,6 @@ def _static_facades() -> dict[str, Facade]:
                 "b16decode b85encode b85decode a85encode a85decode MAXBINSIZE MAXLINESIZE",
             ),
         ),
-        "hashlib": Facade(
-            "hashlib",
-            {
-                **pick(hashlib, HASHES),
-                **_SHAKES,
-                "new": _hash_new,
-                "pbkdf2_hmac": _pbkdf2_hmac,
-                "algorithms_guaranteed": _HASH_NAMES,
-                "algorithms_available": _HASH_NAMES,
-            },
-        ),
         "uuid": Facade(
             "uuid",
             pick(
@@ -753,7 +752,7 @@ SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
         "struct",
-        *("traceback", "dataclasses", "logging", "warnings", "fnmatch"),
+        *("traceback", "dataclasses", "logging", "warnings", "fnmatch", "hashlib"),
     }
 )
 if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names list drifted
@@ -829,6 +828,11 @@ def session_facades(
             "make_dataclass": script_dataclasses.make_dataclass_for(guards.new_class),
         },
     )
+    # sets, as CPython's: each session's own copies
+    algorithms = {
+        name: set(_HASH_NAMES) for name in ("algorithms_guaranteed", "algorithms_available")
+    }
+    facades["hashlib"] = Facade("hashlib", {**_HASH_MEMBERS, **algorithms}, own=algorithms)
     facades.update(session_everyday_facades(guards))
     facades["asyncio"] = asyncio_facade(guards)
     facades.update(session_system_facades(guards, environ or {}))

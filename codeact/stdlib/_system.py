@@ -183,6 +183,7 @@ def session_system_facades(guards: Guards, environ: Mapping[str, str]) -> dict[s
         "sys": Facade(
             "sys",
             {
+                "argv": [""],  # as an interpreter given no script file: no arguments
                 **pick(
                     sys,
                     "version version_info hexversion api_version platform byteorder maxsize "
@@ -201,6 +202,7 @@ def session_system_facades(guards: Guards, environ: Mapping[str, str]) -> dict[s
                 "getdefaultencoding": lambda: "utf-8",
                 "getfilesystemencoding": lambda: "utf-8",
             },
+            own=("argv",),
         ),
         "os": Facade(
             "os",

@@ -172,10 +172,10 @@ def test_tool_calls_are_listed_with_their_status(run: Callable[[str], ScriptOutc
 def test_a_name_a_module_does_not_offer_is_an_import_error_naming_both(
     run: Callable[[str], ScriptOutcome],
 ) -> None:
-    outcome = run("from typing import List, get_type_hints")
+    outcome = run("from typing import List, get_overloads")
     assert outcome.error is not None
     assert outcome.error.message == (
-        "ImportError: cannot import name 'get_type_hints' from 'typing' (not offered to scripts)"
+        "ImportError: cannot import name 'get_overloads' from 'typing' (not offered to scripts)"
     )
     fallback = run(
         "try:\n    from json import nope\nexcept ImportError as error:\n"

@@ -735,3 +735,94 @@ async def test_a_sync_tool_computes_in_the_hosts_decimal_context(executor: type)
     assert thaw(result.value)["result"] == ["0.5", expected]  # type: ignore[index]
     assert thaw(again.value)["result"] == "3"  # type: ignore[index]  # the session keeps its own
     assert decimal.getcontext().prec == host_precision
+
+
+# typing.get_type_hints: a string annotation is read, never run ---------------------------
+
+LOUD = _script(
+    """
+    import typing
+    from typing import Annotated
+    heard = []
+    class Loud:
+        def __class_getitem__(cls, item):
+            heard.append('class_getitem')
+            return int
+        def __or__(self, other):
+            heard.append('or')
+            return int
+        def __eq__(self, other):
+            heard.append('eq')
+            return True
+        def __hash__(self):
+            return 0
+        def __getattr__(self, name):
+            heard.append('getattr')
+            return int
+        def __repr__(self):
+            heard.append('repr')
+            return 'Loud'
+    loud = Loud()
+    def make():
+        heard.append('call')
+        return int
+    """
+)
+# What CPython's eval would run of the script's: each refused before anything runs.
+RUN_BY_EVAL = {
+    "a-call": ("'make()'", "TypeError"),
+    "a-scripts-class-getitem": ("'Loud[int]'", "TypeError"),
+    "a-scripts-or": ("'loud | int'", "TypeError"),
+    "a-scripts-getattr": ("'loud.anything'", "TypeError"),
+    "a-dunder-attribute": ("'Loud.__dict__'", "AttributeError"),
+    "a-guards-name": ("'_getattr_'", "NameError"),
+    "the-builtins-name": ("'__builtins__'", "NameError"),
+    "an-import": ("'__import__(\"os\")'", "TypeError"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUN_BY_EVAL))
+def test_get_type_hints_runs_nothing_a_string_annotation_names(run: Runner, case: str) -> None:
+    annotation, error = RUN_BY_EVAL[case]
+    outcome = run(
+        LOUD
+        + f"def target(x: {annotation}) -> None:\n    pass\n"
+        + "try:\n    typing.get_type_hints(target)\n    raised = None\n"
+        + "except Exception as caught:\n    raised = type(caught).__name__\n"
+        + "[raised, heard]"
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [error, []]
+
+
+def test_get_type_hints_strips_metadata_without_comparing_it(run: Runner) -> None:
+    """``Annotated`` metadata is the script's object: dropped by identity, never ``==``."""
+    outcome = run(
+        LOUD
+        + "def target(x: Annotated[int, loud], y: 'Annotated[str, loud]') -> None:\n    pass\n"
+        + "plain = typing.get_type_hints(target)\n"
+        + "extras = typing.get_type_hints(target, include_extras=True)\n"
+        + "[plain['x'] is int, plain['y'] is str, extras['x'].__metadata__[0] is loud, heard]"
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [True, True, True, []]
+
+
+def test_get_type_hints_never_reads_the_namespace_of_host_code(run: Runner) -> None:
+    """A host function's annotations name its module's objects: refused, not resolved."""
+    outcome = run(
+        _script(
+            """
+            import math, typing
+            try:
+                typing.get_type_hints(typing.get_origin)  # the runtime's, annotated
+            except TypeError as caught:
+                message = str(caught)
+            [message, typing.get_type_hints(math.sqrt), typing.get_type_hints(print)]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    message, unannotated, builtin = outcome.value
+    assert "the script's own functions" in message
+    assert unannotated == builtin == {}  # nothing to resolve, as CPython finds them

@@ -150,7 +150,13 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("re-sre-compile", "import re\nre._compiler", SEC),
     ("statistics-sys", "import statistics\nstatistics.sys", RUN),
     ("random-os", "import random\nrandom._os", SEC),
-    ("typing-get-type-hints", "import typing\ntyping.get_type_hints", RUN),
+    # get_type_hints evaluates an annotation's text without eval: a call is no annotation
+    (
+        "typing-get-type-hints-of-a-call",
+        "import typing\ndef f(x: \"__import__('os').system('touch {marker}')\"):\n    pass\n"
+        "typing.get_type_hints(f)",
+        RUN,
+    ),
     ("typing-sys", "import typing\ntyping.sys", RUN),
     ("functools-update-wrapper", "import functools\nfunctools.update_wrapper", RUN),
     ("copy-copyreg", "import copy\ncopy.copyreg", RUN),
