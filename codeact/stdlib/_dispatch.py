@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..sandbox._ownership import is_script_function, real_base
+from ._type_hints import resolved_annotation
+from ._typing import TypingForm
 
 
 class SingleDispatch:
@@ -67,7 +69,7 @@ class SingleDispatch:
             if isinstance(real_base(cls), type) or isinstance(cls, types.UnionType):
                 return lambda function: self.register(cls, function)
             function, cls = cls, _first_annotation(cls)
-        for each in cls.__args__ if isinstance(cls, types.UnionType) else (cls,):
+        for each in cls.__args__ if isinstance(cls, types.UnionType) or _is_union(cls) else (cls,):
             real = real_base(each)
             if not isinstance(real, type):
                 raise TypeError(
@@ -108,19 +110,35 @@ def _first_annotation(function: Any) -> Any:
             f"Invalid first argument to `register()`: {function!r}. Use either "
             "`@register(some_class)` or plain `@register` on an annotated function."
         )
-    annotation = next(iter(annotations.values()))
-    if type(annotation) is str:  # from __future__ import annotations: a name of the script's
-        scope = function.__globals__
-        builtins = scope.get("__builtins__")
-        found = None
-        if annotation.isidentifier():
-            found = scope.get(annotation)
-            if found is None and type(builtins) is dict:  # int, str: the script's builtins
-                found = builtins.get(annotation)
-        if found is None:
-            raise TypeError(f"cannot resolve the annotation {annotation!r} of {function!r}")
-        annotation = found
-    return annotation
+    name, annotation = next(iter(annotations.items()))
+    # from __future__ import annotations: 'int | str', resolved as get_type_hints does
+    annotation = resolved_annotation(function, annotation)
+    if isinstance(annotation, types.UnionType) or _is_union(annotation):
+        if all(isinstance(real_base(each), type) for each in annotation.__args__):
+            return annotation
+        what = "not all arguments are classes"
+    elif isinstance(real_base(annotation), type):
+        return annotation
+    else:
+        what = "is not a class"
+    # a form or a class shows itself; a script's object is named, its __repr__ not run
+    shown = repr(annotation) if _shows_itself(annotation) else "the annotation"
+    raise TypeError(f"Invalid annotation for {name!r}. {shown} {what}.")
+
+
+def _shows_itself(annotation: Any) -> bool:
+    """Is ``repr(annotation)`` free of the script's code (a class, a form, an alias of
+    classes)?"""
+    if isinstance(annotation, type | TypingForm):
+        return True
+    if isinstance(annotation, types.GenericAlias | types.UnionType):
+        return all(isinstance(each, type) for each in annotation.__args__)
+    return False
+
+
+def _is_union(annotation: Any) -> bool:
+    """``typing.Union[int, str]`` (or ``Optional``), which register takes as ``int | str``."""
+    return type(annotation) is TypingForm and annotation._name in ("Union", "Optional")
 
 
 def singledispatch(function: Callable[..., Any]) -> SingleDispatch:

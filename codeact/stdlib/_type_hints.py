@@ -94,15 +94,27 @@ def _function_hints(
         raise TypeError(
             f"get_type_hints reads the script's own functions, not {function.__qualname__}"
         )
-    namespace = function.__globals__
     annotations = function.__annotations__
     if type(annotations) is not dict:
         return {}
+    lookup = _function_lookup(function, globalns, localns)
+    return {name: _resolve_hint(value, lookup) for name, value in list(annotations.items())}
+
+
+def resolved_annotation(function: types.FunctionType, value: Any) -> Any:
+    """One annotation of the script's ``function`` as ``get_type_hints`` gives it (what
+    ``singledispatch``'s ``register`` reads)."""
+    return _resolve_hint(value, _function_lookup(function, None, None))
+
+
+def _function_lookup(
+    function: types.FunctionType, globalns: dict[str, Any] | None, localns: dict[str, Any] | None
+) -> Names:
+    namespace = function.__globals__
     module = namespace if globalns is None else globalns
     own = module if localns is None else localns
     builtins = namespace.get("__builtins__")  # the script's own
-    lookup = _lookup_in(own, module, builtins if type(builtins) is dict else {})
-    return {name: _resolve_hint(value, lookup) for name, value in list(annotations.items())}
+    return _lookup_in(own, module, builtins if type(builtins) is dict else {})
 
 
 def _named(obj: Any) -> str:
@@ -295,4 +307,4 @@ def _strip_extras(hint: Any) -> Any:
     return hint
 
 
-__all__ = ["get_type_hints"]
+__all__ = ["get_type_hints", "resolved_annotation"]
