@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from ..contract._exceptions import ErrorCode, ToolError
 from ..contract._json import JsonValue
 from ..contract._results import ToolExecutionResult, failure
 from ..sandbox import Limits, ScriptError, ScriptOutcome
+from ..sandbox._limits import StopFlag
 from ..stdlib import standard_sandbox
 from ._threads import SessionThread
 
@@ -372,7 +372,7 @@ class InProcessExecutor:
                 raise answer
             return answer
 
-        stop = threading.Event()  # set when this run is cancelled, whether or not it began
+        stop = StopFlag()  # set when this run is cancelled, whether or not it began
 
         def run_script() -> ScriptOutcome:
             return sandbox.run(

@@ -53,6 +53,7 @@ from ._limits import (
     WATCHDOG,
     Limits,
     RunMonitor,
+    StopFlag,
     quiet_late_interrupts,
     release_free_memory,
 )
@@ -265,6 +266,7 @@ class Sandbox:
         # scope's guards, which must still print into the run that calls it later
         self._print_builtin = Builtin(self._print_in_run, "print")
         self._operator_guards = operator_guards(self.guards)
+        self._stable_run_globals: dict[str, Any] | None = None
         self.guards.run_coroutine = self._run_coroutine
         self.guards.emit = self._emit
         self.globals = {
@@ -317,7 +319,7 @@ class Sandbox:
         call_tool: ToolCaller | None = None,
         call_tools: ToolBatchCaller | None = None,
         on_output: Callable[[str], None] | None = None,
-        stop: threading.Event | None = None,
+        stop: StopFlag | threading.Event | None = None,
     ) -> ScriptOutcome:
         """Run ``source``; ``tools`` maps each bound tool's name to its parameter order.
 
@@ -463,7 +465,7 @@ class Sandbox:
         call_tool: ToolCaller | None,
         call_tools: ToolBatchCaller | None = None,
         on_output: Callable[[str], None] | None = None,
-        stop: threading.Event | None = None,
+        stop: StopFlag | threading.Event | None = None,
         moment: float | None = None,
     ) -> ScriptOutcome | None:
         """The run; None when it was given a ``moment`` and outlasted it."""
@@ -545,26 +547,31 @@ class Sandbox:
         )
 
     def _run_globals(self) -> dict[str, Any]:
-        guards = self.guards
-        return {
-            "_getattr_": guards.getattr,
-            "_inplacevar_": guards.inplace,
-            "_method_": guards.method,
-            "_pow_": guards.power,
-            "_lshift_": guards.lshift,
-            "_format_spec_": guards.format_spec,
-            "_reraise_limits_": reraise_limits,
-            # a builtin as CPython shows it; a call error names it "print()"
-            "_print_": self._print_builtin,
-            "__metaclass__": script_class_factory(guards),
-            "_int_": int,
-            "_type_": type,
-            "_super_": guards.super_of,
-            "_raw_": guards.raw,
-            "_match_class_": match_class_guard(guards),
-            "_acall_": self._async_call,
-            **self._operator_guards,
-        }
+        """The guards a run's scope holds, put back before every run. The same objects each
+        time, made once; only the class-pattern guard is new per run (its stand-ins, made
+        for the script's classes, are kept no longer than the run)."""
+        stable = self._stable_run_globals
+        if stable is None:
+            guards = self.guards
+            stable = self._stable_run_globals = {
+                "_getattr_": guards.getattr,
+                "_inplacevar_": guards.inplace,
+                "_method_": guards.method,
+                "_pow_": guards.power,
+                "_lshift_": guards.lshift,
+                "_format_spec_": guards.format_spec,
+                "_reraise_limits_": reraise_limits,
+                # a builtin as CPython shows it; a call error names it "print()"
+                "_print_": self._print_builtin,
+                "__metaclass__": script_class_factory(guards),
+                "_int_": int,
+                "_type_": type,
+                "_super_": guards.super_of,
+                "_raw_": guards.raw,
+                "_acall_": self._async_call,
+                **self._operator_guards,
+            }
+        return {**stable, "_match_class_": match_class_guard(self.guards)}
 
     def _result(self, scope: dict[str, Any]) -> JsonValue:
         if RESULT_NAME not in scope:

@@ -56,6 +56,23 @@ class Limits:
     max_concurrent_tool_calls: int = 16
 
 
+class StopFlag:
+    """A stop asked for from another thread, read by the watchdog: a bool under the GIL.
+    ``threading.Event``'s condition, lock and waiters are for those who wait on it, and
+    nobody does; making one was a tenth of a brief run."""
+
+    __slots__ = ("_asked",)
+
+    def __init__(self) -> None:
+        self._asked = False
+
+    def set(self) -> None:
+        self._asked = True
+
+    def is_set(self) -> bool:
+        return self._asked
+
+
 class RunMonitor:
     """One running script as the watchdog sees it."""
 
@@ -63,7 +80,7 @@ class RunMonitor:
         self,
         limits: Limits,
         memory_baseline: int | None = None,
-        stop: threading.Event | None = None,
+        stop: StopFlag | threading.Event | None = None,
         moment: float | None = None,
     ) -> None:
         self.limits = limits
@@ -80,7 +97,7 @@ class RunMonitor:
         self.tripped: str | None = None
         self.tripped_at = 0.0
         # an abort, delivered by the watchdog; set before the run began, it stops it at once
-        self.stop = stop or threading.Event()
+        self.stop = stop if stop is not None else StopFlag()
         self.finished = False
         self.paused_since: float | None = None
         self.paused_cpu = 0.0
@@ -336,6 +353,7 @@ __all__ = [
     "WATCHDOG",
     "Limits",
     "RunMonitor",
+    "StopFlag",
     "Watchdog",
     "interrupt",
     "release_free_memory",
