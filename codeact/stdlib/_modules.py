@@ -93,12 +93,14 @@ from ._everyday import (
     Decimal as ScriptDecimal,
 )
 from ._facade import Facade, pick
+from ._graphlib import GRAPHLIB_MEMBERS, SORTER_METHODS, TopologicalSorter
 from ._logging import logging_facade
 from ._names import DEFAULT_MODULES
 from ._regex import fnmatch_members, re_members
 from ._shake import shake_128, shake_256
 from ._system import STATIC_SYSTEM_FACADES, session_system_facades
 from ._traceback import traceback_facade
+from ._type_hints import get_type_hints
 from ._typing import typing_members
 from ._warnings import warnings_facade
 
@@ -574,6 +576,7 @@ def _static_facades() -> dict[str, Facade]:
             },
         ),
         "fractions": Facade("fractions", {"Fraction": script_fractions.Fraction}),
+        "graphlib": Facade("graphlib", GRAPHLIB_MEMBERS),
         "heapq": Facade(
             "heapq",
             {
@@ -632,7 +635,8 @@ def _static_facades() -> dict[str, Facade]:
             | {"normalize": _normalize},
         ),
         "copy": Facade("copy", {"copy": script_copy.copy, "deepcopy": script_copy.deepcopy}),
-        "typing": Facade("typing", typing_members()),
+        # get_type_hints reads forms: its module imports _typing, never the other way round
+        "typing": Facade("typing", {**typing_members(), "get_type_hints": get_type_hints}),
         "enum": Facade(
             "enum",
             {
@@ -693,6 +697,7 @@ def _register_readable_types() -> None:
         names=("isdisjoint",),
     )
     register_readable(SingleDispatch, names=("register", "dispatch", "registry"))
+    register_readable(TopologicalSorter, names=SORTER_METHODS)
     register_readable(
         JSONEncoder,
         writable=True,

@@ -31,6 +31,7 @@ DEFAULT_MODULES = frozenset(
         "fractions",
         "functools",
         "gc",
+        "graphlib",
         "hashlib",
         "heapq",
         "html",

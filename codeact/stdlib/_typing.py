@@ -448,13 +448,11 @@ BARE: dict[str, TypingForm] = {name: TypingForm(name, origin) for name, origin i
 
 def typing_members() -> dict[str, Any]:
     """The members of the ``typing`` facade."""
-    from ._type_hints import get_type_hints as _get_type_hints
 
     members: dict[str, Any] = dict(BARE)
     members.update(
         get_origin=get_origin,
         get_args=get_args,
-        get_type_hints=_get_type_hints,
         Generic=GenericForm("Generic"),
         TypeVar=TypeVar,
         cast=cast,

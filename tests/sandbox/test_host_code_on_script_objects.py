@@ -826,3 +826,50 @@ def test_get_type_hints_never_reads_the_namespace_of_host_code(run: Runner) -> N
     message, unannotated, builtin = outcome.value
     assert "the script's own functions" in message
     assert unannotated == builtin == {}  # nothing to resolve, as CPython finds them
+
+
+# graphlib: the sorter keys a dict by the nodes, so only the host's own values are nodes ---
+
+GRAPH_MISUSES = {
+    # a script class as a node: its __hash__ and __eq__ would run inside the sorter
+    "a-scripts-node": "TopologicalSorter().add(Loud())",
+    "a-scripts-predecessor": "TopologicalSorter().add('a', Loud())",
+    "a-scripts-node-in-a-tuple": "TopologicalSorter().add(('a', Loud()))",
+    "a-scripts-node-marked-done": "s = TopologicalSorter({'a': []})\ns.prepare()\ns.done(Loud())",
+    # the graph and predecessors are read by the sorter: the script's own would run there
+    "a-scripts-mapping": "TopologicalSorter(Graph())",
+    "a-generator-of-predecessors": "TopologicalSorter({'a': (heard.append('gen') for x in 'b')})",
+    "a-scripts-subclass-of-str": "TopologicalSorter().add(Text('a'))",
+}
+GRAPH_SETUP = _script(
+    """
+    from graphlib import TopologicalSorter
+    heard = []
+    class Loud:
+        def __hash__(self):
+            heard.append('hash')
+            return 0
+        def __eq__(self, other):
+            heard.append('eq')
+            return True
+    class Graph(dict):
+        def items(self):
+            heard.append('items')
+            return [('a', ['b'])]
+    class Text(str):  # a str to C, with a __dict__ of the script's
+        pass
+    """
+)
+
+
+@pytest.mark.parametrize("misuse", sorted(GRAPH_MISUSES))
+def test_graphlib_runs_nothing_of_the_scripts(run: Runner, misuse: str) -> None:
+    outcome = run(
+        GRAPH_SETUP
+        + "try:\n"
+        + textwrap.indent(GRAPH_MISUSES[misuse], "    ")
+        + "\n    raised = None\nexcept TypeError as caught:\n    raised = 'TypeError'\n"
+        + "[raised, heard]"
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == ["TypeError", []]
