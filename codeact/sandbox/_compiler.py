@@ -1,6 +1,7 @@
 """Compiling a script: parse, apply the policy, compile; cached, since agents repeat themselves."""
 
 from __future__ import annotations
+import __future__
 
 import ast
 import contextlib
@@ -82,22 +83,29 @@ class _ForStrings(CodeActPolicy):
     keeps_last_value = False
 
 
+# ``from __future__ import annotations`` in a script: a string it gives exec inherits it,
+# as CPython's compile does by default
+FUTURE_ANNOTATIONS = __future__.annotations.compiler_flag
+
+
 @functools.lru_cache(maxsize=COMPILE_CACHE_SIZE)
-def compile_string(source: str | bytes, mode: str) -> CompiledString:
+def compile_string(source: str | bytes, mode: str, inherited: int = 0) -> CompiledString:
     """Compile what a script gave ``eval`` (mode "eval") or ``exec`` ("exec") under the
-    script's own policy. A RecursionError propagates (the caller was deep), uncached."""
+    script's own policy; ``inherited``: the calling code's ``FUTURE_ANNOTATIONS`` flag, or
+    0. A RecursionError propagates (the caller was deep), uncached."""
     try:
         tree = parse_in_mode(source, STRING_SHOWN_AS, mode)
     except (SyntaxError, ValueError) as error:
         return CompiledString(error=(type(error), error.args))
     policy = _ForStrings()
-    written = annotations_as_written(tree)
+    flags = inherited & FUTURE_ANNOTATIONS
+    written = annotations_as_written(tree, inherited=bool(flags))
     policy.visit(tree)
     if policy.errors:
         return CompiledString(violations=tuple(policy.errors))
     put_back(written)
     try:
-        return CompiledString(code=compile_tree(tree, STRING_FILENAME, mode=mode))
+        return CompiledString(code=compile_tree(tree, STRING_FILENAME, mode=mode, flags=flags))
     except SyntaxError as error:  # found only when compiling ('await' outside a function)
         where = (STRING_SHOWN_AS, error.lineno, error.offset, error.text)
         return CompiledString(error=(type(error), (error.msg, where)))
@@ -106,12 +114,17 @@ def compile_string(source: str | bytes, mode: str) -> CompiledString:
 Annotation = tuple[ast.AST, str, ast.expr]
 
 
-def annotations_as_written(tree: ast.Module | ast.Expression) -> list[Annotation]:
-    """Under ``from __future__ import annotations`` CPython keeps each annotation as the
-    text of its source, and the policy's rewrite would put the guards' calls in that text.
-    Copies of them, taken before the rewrite, to be put back after it (``put_back``): such
-    an annotation is only ever made into text, never run (the policy still checks it)."""
-    if not isinstance(tree, ast.Module) or not any(
+def annotations_as_written(
+    tree: ast.Module | ast.Expression, *, inherited: bool = False
+) -> list[Annotation]:
+    """Under ``from __future__ import annotations`` (the tree's own, or ``inherited`` from
+    the code that compiles it) CPython keeps each annotation as the text of its source, and
+    the policy's rewrite would put the guards' calls in that text. Copies of them, taken
+    before the rewrite, to be put back after it (``put_back``): such an annotation is only
+    ever made into text, never run (the policy still checks it)."""
+    if not isinstance(tree, ast.Module):
+        return []
+    if not inherited and not any(
         isinstance(statement, ast.ImportFrom)
         and statement.module == "__future__"
         and any(alias.name == "annotations" for alias in statement.names)

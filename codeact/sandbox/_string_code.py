@@ -17,7 +17,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from ._builtins import check_count
-from ._compiler import SCRIPT_FILES, CompiledString, compile_string
+from ._compiler import FUTURE_ANNOTATIONS, SCRIPT_FILES, CompiledString, compile_string
 from ._errors import LimitExceeded, SecurityViolation, recursion_safe
 from ._guards import Builtin
 from ._limits import Limits
@@ -43,8 +43,9 @@ def string_code_builtins(limits: Limits) -> dict[str, Builtin]:
             raise TypeError("locals must be a mapping")
         # CPython strips the spaces and tabs an expression starts with
         stripped = source.lstrip(" \t" if type(source) is str else b" \t")
-        code = _compiled(stripped, "eval", limits)
-        return _run(builtins.eval, code, given_globals, given_locals)
+        caller = _script_frame(sys._getframe(1))
+        code = _compiled(stripped, "eval", limits, caller)
+        return _run(builtins.eval, code, caller, given_globals, given_locals)
 
     @recursion_safe  # checks its arguments, then relays
     def exec_(*args: Any, closure: Any = None, **kwargs: Any) -> None:
@@ -59,8 +60,9 @@ def string_code_builtins(limits: Limits) -> dict[str, Builtin]:
             raise TypeError(f"locals must be a mapping or None, not {kind}")
         if closure is not None:
             raise TypeError("closure can only be used when source is a code object")
-        code = _compiled(source, "exec", limits)
-        _run(builtins.exec, code, given_globals, given_locals)
+        caller = _script_frame(sys._getframe(1))
+        code = _compiled(source, "exec", limits, caller)
+        _run(builtins.exec, code, caller, given_globals, given_locals)
 
     return {"eval": Builtin(eval_, "eval"), "exec": Builtin(exec_, "exec")}
 
@@ -76,8 +78,9 @@ def _positional(name: str, args: tuple[Any, ...]) -> tuple[Any, Any, Any]:
 
 
 @recursion_safe  # a compilation stopped halfway is dropped (the cache keeps finished ones)
-def _compiled(source: str | bytes, mode: str, limits: Limits) -> CodeType:
-    """The code of ``source``, or CPython's error for it, or the policy's refusal."""
+def _compiled(source: str | bytes, mode: str, limits: Limits, caller: FrameType) -> CodeType:
+    """The code of ``source``, or CPython's error for it, or the policy's refusal; with the
+    calling code's ``from __future__ import annotations``, as CPython's compile inherits it."""
     if len(source) > limits.max_source_chars:  # compiling is C work no limit interrupts
         raise LimitExceeded(
             "source size",
@@ -86,7 +89,7 @@ def _compiled(source: str | bytes, mode: str, limits: Limits) -> CodeType:
         )
     compiled: CompiledString | None = None
     with contextlib.suppress(RecursionError):
-        compiled = compile_string(source, mode)
+        compiled = compile_string(source, mode, caller.f_code.co_flags & FUTURE_ANNOTATIONS)
     if compiled is None:  # the script called from deep down: CPython's words for it, raised
         # here with no context (the compiler's own error is not the script's to judge by)
         raise RecursionError("maximum recursion depth exceeded during compilation")
@@ -100,9 +103,8 @@ def _compiled(source: str | bytes, mode: str, limits: Limits) -> CodeType:
 
 
 @recursion_safe  # what it copies back is the script's own names; no host state changes
-def _run(run: Any, code: CodeType, given_globals: Any, given_locals: Any) -> Any:
+def _run(run: Any, code: CodeType, caller: FrameType, given_globals: Any, given_locals: Any) -> Any:
     """Run ``code`` where the calling script frame is, or in the namespaces it gave."""
-    caller = _script_frame(sys._getframe(2))
     if given_globals is None:
         run_globals = caller.f_globals  # the script's own scope, or a private copy of one
         if given_locals is None:
