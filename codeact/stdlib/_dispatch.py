@@ -66,7 +66,11 @@ class SingleDispatch:
         """``@f.register(cls)``, ``f.register(cls, function)`` or ``@f.register`` on a
         function whose first parameter is annotated with the class (or a union of them)."""
         if function is None:
-            if isinstance(real_base(cls), type) or isinstance(cls, types.UnionType):
+            if (
+                isinstance(real_base(cls), type)
+                or isinstance(cls, types.UnionType)
+                or _is_union(cls)
+            ):
                 return lambda function: self.register(cls, function)
             function, cls = cls, _first_annotation(cls)
         for each in cls.__args__ if isinstance(cls, types.UnionType) or _is_union(cls) else (cls,):

@@ -157,6 +157,13 @@ ATTACKS: list[tuple[str, str, str]] = [
         "typing.get_type_hints(f)",
         RUN,
     ),
+    # an annotation kept as text is still checked as code: what it names is refused
+    (
+        "future-annotation-dunder",
+        "from __future__ import annotations\n"
+        "def f(x: ().__class__.__base__.__subclasses__()):\n    pass\nf.__annotations__",
+        SEC,
+    ),
     ("typing-sys", "import typing\ntyping.sys", RUN),
     ("functools-update-wrapper", "import functools\nfunctools.update_wrapper", RUN),
     ("copy-copyreg", "import copy\ncopy.copyreg", RUN),
