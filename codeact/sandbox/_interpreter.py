@@ -477,7 +477,7 @@ class Sandbox:
             output=Printed(self.limits.max_output_chars),
         )
         scope = self.globals
-        scope.update(self._run_globals())
+        self._put_run_globals(scope)
         for name, parameters in tools.items():
             scope[name] = BoundTool(name, parameters, self._call_tool, _BINDING_KEY)
         self._run = run
@@ -546,7 +546,7 @@ class Sandbox:
             error=failure,
         )
 
-    def _run_globals(self) -> dict[str, Any]:
+    def _put_run_globals(self, scope: dict[str, Any]) -> None:
         """The guards a run's scope holds, put back before every run. The same objects each
         time, made once; only the class-pattern guard is new per run (its stand-ins, made
         for the script's classes, are kept no longer than the run)."""
@@ -571,7 +571,8 @@ class Sandbox:
                 "_acall_": self._async_call,
                 **self._operator_guards,
             }
-        return {**stable, "_match_class_": match_class_guard(self.guards)}
+        scope.update(stable)
+        scope["_match_class_"] = match_class_guard(self.guards)
 
     def _result(self, scope: dict[str, Any]) -> JsonValue:
         if RESULT_NAME not in scope:

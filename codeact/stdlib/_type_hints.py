@@ -55,8 +55,10 @@ def _class_hints(
     cls: type, globalns: dict[str, Any] | None, localns: dict[str, Any] | None
 ) -> dict[str, Any]:
     hints: dict[str, Any] = {}
-    module = _calling_script_globals() if globalns is None else globalns
-    builtins = _calling_script_builtins()
+    # the calling script's frame: where its classes were made, and its builtins
+    module, builtins = _calling_script_namespaces()
+    if globalns is not None:
+        module = globalns
     for base in reversed(cls.__mro__):
         annotations = vars(base).get("__annotations__")
         if not annotations:
@@ -122,15 +124,10 @@ def _named(obj: Any) -> str:
     return f"<{type(obj).__name__} object>"
 
 
-def _calling_script_globals() -> dict[str, Any]:
-    """The module namespace of the script frame that called: where its classes were made."""
+def _calling_script_namespaces() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The module namespace and builtins of the script frame that called (empty if none)."""
     frame = _script_frame()
-    return frame.f_globals if frame is not None else {}
-
-
-def _calling_script_builtins() -> dict[str, Any]:
-    frame = _script_frame()
-    return frame.f_builtins if frame is not None else {}
+    return (frame.f_globals, frame.f_builtins) if frame is not None else ({}, {})
 
 
 def _script_frame() -> types.FrameType | None:
