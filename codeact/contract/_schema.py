@@ -226,6 +226,8 @@ def _object_checker(schema: dict[str, Any]) -> PlainCheck | None:
         or type(extra) is not bool
     ):
         return None
+    if not properties and not required and extra:  # any object at all (dict[str, Any])
+        return _is_dict
     inner = {name: plain_checker(sub) for name, sub in properties.items()}
     needed = frozenset(required)
     closed = not extra
@@ -281,6 +283,9 @@ def _keyword_check(key: str, rule: Any, schema: dict[str, Any]) -> PlainCheck | 
             or all(extra(item) for name, item in value.items() if name not in known)
         )
     if key == "items":
+        kinds = _types_only(rule)
+        if kinds is not None:  # a list of rows or of scalars: every item's type read in C
+            return lambda value: type(value) is not list or set(map(type, value)) <= kinds
         each = plain_checker(rule)
         return lambda value: type(value) is not list or all(each(item) for item in value)
     if key == "anyOf":  # certainly valid when certainly valid against one branch
@@ -296,6 +301,24 @@ def _keyword_check(key: str, rule: Any, schema: dict[str, Any]) -> PlainCheck | 
             type(value) is type(option) and value == option for option in options
         )
     return None
+
+
+def _types_only(schema: object) -> frozenset[type] | None:
+    """The exact types a schema allows when its type is all it says; None otherwise."""
+    if type(schema) is not dict:
+        return None
+    rest = {key: rule for key, rule in schema.items() if key not in _ANNOTATIONS}
+    names = rest.pop("type", None)
+    if rest.pop("additionalProperties", True) is not True or rest.pop("properties", {}) != {}:
+        return None
+    names = [names] if type(names) is str else names
+    if rest or type(names) is not list or not all(name in _EXACT_TYPES for name in names):
+        return None
+    return frozenset(kind for name in names for kind in _EXACT_TYPES[name])
+
+
+def _is_dict(value: object) -> bool:
+    return type(value) is dict
 
 
 def _always(value: object) -> bool:

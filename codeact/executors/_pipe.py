@@ -21,6 +21,7 @@ import threading
 import time
 from typing import IO, Any
 
+from ._lines import encoded
 from ._spin import READ_CHUNK, Spinner
 
 
@@ -57,7 +58,7 @@ class WorkerPipe:
     def send(self, message: dict[str, Any], deadline: float | None = None) -> None:
         """Write the whole message, waiting while the pipe is full, until ``deadline`` (a
         ``time.monotonic()`` value) at most: TimeoutError then, with the message half sent."""
-        data = memoryview(_encoded(message))
+        data = memoryview(encoded(message))
         with self._using():
             while data:
                 try:
@@ -72,7 +73,7 @@ class WorkerPipe:
     def send_at_once(self, message: dict[str, Any]) -> bool:
         """Write a short message without ever waiting (safe on an event loop); False, with
         nothing written, when it is too long or the pipe is full (a worker not reading)."""
-        data = _encoded(message)
+        data = encoded(message)
         if len(data) > select.PIPE_BUF:  # longer writes may be split, and could wait
             return False
         with self._using():
@@ -249,10 +250,6 @@ def _wait(deadline: float | None) -> float:
     if deadline is None:
         return 0.25
     return min(max(deadline - time.monotonic(), 0.0), 0.25)
-
-
-def _encoded(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False).encode() + b"\n"
 
 
 def _parsed(line: bytes) -> dict[str, Any]:

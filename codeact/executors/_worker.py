@@ -50,6 +50,7 @@ from ..stdlib import standard_sandbox
 from ..stdlib._recorded import TAPE
 from . import _cpython_readings as readings
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
+from ._lines import encoded
 from ._spin import READ_CHUNK, Spinner
 
 if TYPE_CHECKING:
@@ -327,10 +328,6 @@ def _done(outcome: ScriptOutcome, run: Any, extra: dict[str, Any]) -> bytes:
     error = ScriptError(code=ErrorCode.CODE_RESOURCE_LIMIT, message=message)
     bounded = ScriptOutcome(tool_calls=outcome.tool_calls, error=error)
     return encoded({"op": "done", "run": run, "outcome": outcome_to_json(bounded), **extra})
-
-
-def encoded(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False).encode() + b"\n"
 
 
 def channel_files() -> tuple[IO[bytes], IO[bytes]]:

@@ -68,6 +68,34 @@ def test_plainly_valid_implies_valid(schema: dict[str, Any], value: Any) -> None
         assert jsonschema.Draft202012Validator(schema).is_valid(value), (schema, value)
 
 
+# Item schemas that say only a type (a list of rows, of names): checked in one pass over the
+# items' types, and exactly as jsonschema decides (no integer-valued floats among these).
+item_types = st.sampled_from(["string", "boolean", "null", "object", "array"])
+typed_items = (
+    item_types.map(lambda name: {"type": name})
+    | st.lists(item_types, min_size=1, max_size=2, unique=True).map(lambda n: {"type": n})
+    | st.just({"type": "object", "additionalProperties": True, "description": "a row"})
+    | st.just({"type": "object", "properties": {}})
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(typed_items, st.lists(values, max_size=6))
+def test_a_list_of_typed_items_is_decided_without_jsonschema(
+    items: dict[str, Any], value: list[Any]
+) -> None:
+    schema = {"type": "array", "items": items}
+    assert plainly_valid(schema, value) == jsonschema.Draft202012Validator(schema).is_valid(value)
+
+
+def test_a_list_of_rows_needs_no_jsonschema() -> None:
+    schema = {"type": "array", "items": {"type": "object", "additionalProperties": True}}
+    rows = [{"id": index, "tags": ["a"], "score": index / 7} for index in range(200)]
+    assert plainly_valid(schema, rows)
+    assert not plainly_valid(schema, [*rows, "not a row"])
+    assert not plainly_valid(schema, {"rows": rows})
+
+
 def test_the_common_call_needs_no_jsonschema_and_errors_still_read_the_same() -> None:
     schema = {
         "type": "object",

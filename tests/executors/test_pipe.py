@@ -31,8 +31,9 @@ def ends() -> Iterator[tuple[WorkerPipe, int, int]]:
 
 def test_messages_cross_in_both_directions(ends: tuple[WorkerPipe, int, int]) -> None:
     pipe, worker_reads, worker_writes = ends
-    pipe.send({"op": "run", "source": "1 + 1"})
-    assert os.read(worker_reads, 1_000) == b'{"op": "run", "source": "1 + 1"}\n'
+    pipe.send({"op": "run", "source": "1 + 1 \u2260 3", "nested": {"a": [1.5, None, True]}})
+    line = b'{"op":"run","source":"1 + 1 \xe2\x89\xa0 3","nested":{"a":[1.5,null,true]}}\n'
+    assert os.read(worker_reads, 1_000) == line  # compact, UTF-8, one line
     os.write(worker_writes, b'{"op": "done"}\n{"op": "ca')
     assert pipe.receive(5) == {"op": "done"}
     os.write(worker_writes, b'll"}\n')
@@ -251,3 +252,17 @@ def test_a_polled_read_that_fails_is_a_closed_channel_as_a_waited_one_is(
         pipe.receive_soon(Spinner())
     with pytest.raises(PipeClosed):
         pipe.receive_by(None, spin=True)
+
+
+def test_a_message_the_channel_cannot_carry_is_refused_before_anything_is_written(
+    ends: tuple[WorkerPipe, int, int],
+) -> None:
+    pipe, worker_reads, _ = ends
+    looped: dict[str, object] = {"op": "run"}
+    looped["self"] = looped
+    with pytest.raises(ValueError, match="holds itself"):
+        pipe.send(looped)
+    with pytest.raises(TypeError, match="bytes is not JSON serializable"):
+        pipe.send({"op": "run", "source": b"1 + 1"})
+    pipe.send({"op": "ping"})
+    assert os.read(worker_reads, 1_000) == b'{"op":"ping"}\n'
