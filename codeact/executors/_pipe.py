@@ -14,14 +14,13 @@ that worker.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import threading
 import time
 from typing import IO, Any
 
-from ._lines import encoded
+from ._lines import decoded, encoded
 from ._spin import READ_CHUNK, Spinner
 
 
@@ -254,7 +253,7 @@ def _wait(deadline: float | None) -> float:
 
 def _parsed(line: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(line)  # bytes: invalid UTF-8 is a ValueError too
+        message = decoded(line)
     except ValueError:
         raise Garbled("a message that is not JSON") from None
     except RecursionError:  # 200,000 brackets: deeper than the decoder's stack

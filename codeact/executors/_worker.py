@@ -30,7 +30,6 @@ whose message belongs to another run, so no run can ever read another's answer.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import resource
 import select
@@ -50,7 +49,7 @@ from ..stdlib import standard_sandbox
 from ..stdlib._recorded import TAPE
 from . import _cpython_readings as readings
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
-from ._lines import encoded
+from ._lines import decoded, encoded
 from ._spin import READ_CHUNK, Spinner
 
 if TYPE_CHECKING:
@@ -111,7 +110,7 @@ class Channel:
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
-                message: dict[str, Any] = json.loads(line)
+                message: dict[str, Any] = decoded(line)
                 return message
             chunk = spin.read(self._fd) if spin is not None else None
             if chunk is None:

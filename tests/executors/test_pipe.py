@@ -48,7 +48,17 @@ def test_a_silent_worker_times_out(ends: tuple[WorkerPipe, int, int]) -> None:
 
 @pytest.mark.parametrize(
     ("sent", "why"),
-    [(b"x" * 2_000, "longer"), (b"[1, 2]\n", "not a JSON object"), (b"{nope\n", "not JSON")],
+    [
+        (b"x" * 2_000, "longer"),
+        (b"[1, 2]\n", "not a JSON object"),
+        (b"{nope\n", "not JSON"),
+        (b'{"op": "done"} {"op": "done"}\n', "not JSON"),  # two values on one line
+        (b'{"op": "done"}]\n', "not JSON"),
+        (b'{"op": "d\xff"}\n', "not JSON"),  # not UTF-8
+        (b'\xef\xbb\xbf{"op": "done"}\n', "not JSON"),  # a byte-order mark: not a value
+        (b'"\x00\x00\x00{"\n', "not JSON"),
+        (b"\n", "not JSON"),
+    ],
 )
 def test_what_a_worker_may_not_send_is_refused(
     ends: tuple[WorkerPipe, int, int], sent: bytes, why: str
@@ -252,6 +262,19 @@ def test_a_polled_read_that_fails_is_a_closed_channel_as_a_waited_one_is(
         pipe.receive_soon(Spinner())
     with pytest.raises(PipeClosed):
         pipe.receive_by(None, spin=True)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [{"op": "x", "text": "\u00e9\u2260\U0001f600\\\"\n\t"}, {"op": "x", "deep": [[[{"a": []}]]]}],
+)
+def test_a_message_reads_back_as_it_was_sent(
+    ends: tuple[WorkerPipe, int, int], message: dict[str, object]
+) -> None:
+    pipe, worker_reads, worker_writes = ends
+    pipe.send(message)
+    os.write(worker_writes, os.read(worker_reads, 1_000))  # the worker's end, echoed back
+    assert pipe.receive(5) == message
 
 
 def test_a_message_the_channel_cannot_carry_is_refused_before_anything_is_written(
