@@ -289,6 +289,10 @@ class Guards:
         elif (is_private_name(name) or name in ENUM_SUNDERS) and owns_private_name(obj, name):
             # _private names only on the script's own objects (a facade's are its internals)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if _defined_nowhere(obj, name):  # getattr(1, '__foo__'): CPython's error, nothing hidden
+            if default is not _MISSING:
+                return default
+            raise self._no_attribute(obj, name)
         raise SecurityViolation(f"access to the private attribute {name!r} is not allowed")
 
     def _dunder_method(self, obj: Any, name: str, default: Any) -> Any:
@@ -406,6 +410,8 @@ class Guards:
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if default is not _MISSING:
             return default
+        if _defined_nowhere(obj, name):  # object().__dict__: no such attribute, nothing hidden
+            raise self._no_attribute(obj, name)
         what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
         raise SecurityViolation(f"the attribute {name!r} of {what} is not accessible")
 
@@ -1020,6 +1026,13 @@ _NO_PUBLIC_NAMES = frozenset(
 _GENERIC_LOOKUPS += tuple(
     _TYPE_DICT(kind)["__getattribute__"]
     for kind in _NO_PUBLIC_NAMES
+    if "__getattribute__" in _TYPE_DICT(kind)
+)
+# and so do the exact plain types (their tp_getattro is PyObject_GenericGetAttr), whose
+# objects keep no instance dict: (1).__dict__ finds nothing and runs nothing
+_GENERIC_LOOKUPS += tuple(
+    _TYPE_DICT(kind)["__getattribute__"]
+    for kind in PLAIN_TYPES
     if "__getattribute__" in _TYPE_DICT(kind)
 )
 

@@ -266,7 +266,7 @@ def test_a_polled_read_that_fails_is_a_closed_channel_as_a_waited_one_is(
 
 @pytest.mark.parametrize(
     "message",
-    [{"op": "x", "text": "\u00e9\u2260\U0001f600\\\"\n\t"}, {"op": "x", "deep": [[[{"a": []}]]]}],
+    [{"op": "x", "text": '\u00e9\u2260\U0001f600\\"\n\t'}, {"op": "x", "deep": [[[{"a": []}]]]}],
 )
 def test_a_message_reads_back_as_it_was_sent(
     ends: tuple[WorkerPipe, int, int], message: dict[str, object]

@@ -147,7 +147,11 @@ ATTACKS: list[tuple[str, str, str]] = [
         SEC,
     ),
     # The new modules
-    ("attrgetter-dunder", "import operator\noperator.attrgetter('__globals__')(len)", SEC),
+    (
+        "attrgetter-dunder",
+        "import operator\ndef f():\n    pass\noperator.attrgetter('__globals__')(f)",
+        SEC,
+    ),
     ("attrgetter-private", "import operator\noperator.attrgetter('_dispatch')(add)", SEC),
     ("methodcaller-dunder", "import operator\noperator.methodcaller('__reduce_ex__', 2)(1)", SEC),
     ("setitem-facade-internals", "import operator, json\noperator.setitem(json, 'x', 1)", SEC),

@@ -525,10 +525,12 @@ STOP_SHAPES = {
         print('survived', n)
         """,
     "security-stop-behind-a-finally": """
+        def f():
+            pass
         for i in range(3):
             try:
                 try:
-                    getattr(1, '__glob' + 'als__')
+                    getattr(f, '__glob' + 'als__')
                 finally:
                     raise KeyError('in front')
             except KeyError:

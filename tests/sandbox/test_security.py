@@ -44,7 +44,12 @@ ATTACKS: list[tuple[str, str, str]] = [
     # Format strings
     ("format-class", "'{0.__class__.__base__}'.format(1)", SEC),
     ("format-globals", "def f():\n    pass\n'{0.__globals__}'.format(f)", SEC),
-    ("format-map", "'{a.__init__.__globals__}'.format_map({'a': 1})", SEC),
+    (
+        "format-map",
+        "class Point:\n    def __init__(self):\n        pass\n"
+        "'{a.__init__.__globals__}'.format_map({'a': Point()})",
+        SEC,
+    ),
     ("format-type-level", "str.format('{0.__class__.__base__}', 1)", SEC),
     ("format-gi-frame", "def g():\n    yield 1\n'{0.gi_frame}'.format(g())", SEC),
     (
@@ -54,7 +59,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     (
         "string-formatter-vformat",
-        "import string\nstring.Formatter().vformat('{0.__dict__}', (1,), {})",
+        "import string\ndef f():\n    pass\nstring.Formatter().vformat('{0.__dict__}', (f,), {})",
         SEC,
     ),
     ("userstring", "import collections\ncollections.UserString('{0.__class__}').format(1)", RUN),
@@ -93,7 +98,8 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     (
         "exception-context",
-        "try:\n    1/0\nexcept Exception as e:\n    getattr(e.__context__, '__traceback__')",
+        "try:\n    try:\n        1/0\n    except Exception:\n        raise ValueError('second')\n"
+        "except Exception as e:\n    getattr(e.__context__, '__traceback__')",
         SEC,
     ),
     ("function-code", "def f():\n    pass\nf.__code__", SEC),
