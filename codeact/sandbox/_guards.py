@@ -1050,18 +1050,33 @@ def _kept_on_instance(obj: Any, name: str) -> Any:
 
 
 @recursion_safe  # reads only
+def _script_instance_lacks(obj: Any, name: str) -> bool:
+    """Is ``obj`` the script's own object, with no ``name`` in its real instance dict?"""
+    if not is_script_class(type(obj)):
+        return False  # a host object's instance dict is not the script's to probe
+    try:
+        namespace = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return True
+    if type(namespace) is not dict or any(type(key) is not str for key in namespace):
+        return False  # a key of the script's str subclass: a lookup here would run its __eq__
+    return name not in namespace
+
+
+@recursion_safe  # reads only
 def _defined_nowhere(obj: Any, name: str) -> bool:
     """Would CPython's lookup of ``obj.name`` find nothing, and run nothing while it looks?
 
     Read from class namespaces only, compared by identity: no class in the lookup's path
     defines ``name``, a ``__getattr__`` or a lookup of its own, and ``obj`` has no
-    instance dict to look in (what a host object keeps there is not the script's to probe).
+    instance dict to look in (what a host object keeps there is not the script's to probe;
+    the script's own object's is, read from the real dict).
     """
     kind = type(obj)
     path = _MRO(kind)
     if isinstance(obj, type):
         path = _MRO(obj) + path  # a class's attribute: its own classes, then its metaclass's
-    elif _DICT_OFFSET(kind):
+    elif _DICT_OFFSET(kind) and not _script_instance_lacks(obj, name):
         return False
     for cls in path:
         namespace = _TYPE_DICT(cls)
