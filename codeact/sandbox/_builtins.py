@@ -2,9 +2,10 @@
 
 Absent on purpose: ``open``, ``compile`` (scripts hold no code objects: ``eval`` and
 ``exec``, which the interpreter adds, take text it compiles under the script's policy),
-``__import__`` (imports go through the facade importer), ``input``, ``breakpoint``,
-``memoryview``, a raw ``getattr`` and ``BaseExceptionGroup`` (it would carry a stop past
-the handlers that re-raise it). ``BaseException``, ``KeyboardInterrupt``, ``SystemExit`` and
+``__import__`` (imports go through the facade importer), ``breakpoint``, ``memoryview``,
+a raw ``getattr`` and ``BaseExceptionGroup`` (it would carry a stop past the handlers that
+re-raise it). ``input`` (the interpreter adds it) reads end-of-file: a script has no
+standard input. ``BaseException``, ``KeyboardInterrupt``, ``SystemExit`` and
 ``GeneratorExit`` are there to raise, derive from and name; none of them catches a limit,
 since every handler re-raises a stop first. ``globals``, ``locals``, ``vars`` and ``dir``
 (the interpreter adds them) read a frame's names as snapshots without the guards' names;

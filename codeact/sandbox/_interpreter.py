@@ -261,6 +261,7 @@ class Sandbox:
         # vars() and dir() with no argument read the calling frame's names, as locals() does
         self._builtins["vars"] = Builtin(self._vars, "vars")
         self._builtins["dir"] = Builtin(self._dir, "dir")
+        self._builtins["input"] = Builtin(self._input, "input")
         self._builtins.update(string_code_builtins(self.limits))
         # print() finds the run it prints into: a function exec made keeps a copy of the
         # scope's guards, which must still print into the run that calls it later
@@ -583,6 +584,14 @@ class Sandbox:
         run = self._run
         if run is not None:  # between runs (a generator's finally at teardown) no one reads
             self._print(run, args, kwargs)
+
+    def _input(self, *prompt: Any) -> str:
+        """``input()``: a script has no standard input, so it reads end-of-file, as CPython
+        does with standard input closed (after printing the prompt, as CPython does)."""
+        check_count("input", prompt, 0, 1)
+        if prompt:
+            self._print_in_run(prompt[0], end="")
+        raise EOFError("EOF when reading a line")
 
     def _print(self, run: _Run, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         unknown = set(kwargs) - {"sep", "end", "file", "flush"}

@@ -248,3 +248,39 @@ def test_the_suite_covers_every_category_with_three_hundred_scripts() -> None:
     categories = {category for category, _ in SCRIPTS.values()}
     assert {"modules", "dunders", "async", "builtins", "errors"} <= categories
     assert len(SCRIPTS) >= 300
+
+
+INPUT_SCRIPT = """
+said = []
+try:
+    input("name? ")
+except EOFError as error:
+    said.append(str(error))
+try:
+    input()
+except EOFError as error:
+    said.append(type(error).__name__)
+try:
+    input("a", "b")
+except TypeError as error:
+    said.append(str(error))
+print(said)
+"""
+
+
+def test_input_reads_end_of_file_as_cpython_does_with_standard_input_closed(
+    oracle_runner: Runner,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", INPUT_SCRIPT],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    oracle_runner.reset()
+    outcome = oracle_runner(INPUT_SCRIPT)
+    assert outcome.error is None, outcome.error
+    assert outcome.output == done.stdout
+    assert outcome.output.startswith("name? ['EOF when reading a line'")
