@@ -250,10 +250,9 @@ def _object_checker(schema: dict[str, Any]) -> PlainCheck | None:
 def _keyword_check(key: str, rule: Any, schema: dict[str, Any]) -> PlainCheck | None:
     """One keyword's check; None for a keyword (or a rule's shape) left to jsonschema."""
     if key == "type":
-        names = [rule] if type(rule) is str else rule
-        if type(names) is not list:
+        allowed = _exact_types(rule)
+        if allowed is None:
             return None
-        allowed = frozenset(kind for name in names for kind in _EXACT_TYPES.get(name, ()))
         return lambda value: type(value) in allowed
     if key == "properties":
         if type(rule) is not dict:
@@ -308,13 +307,18 @@ def _types_only(schema: object) -> frozenset[type] | None:
     if type(schema) is not dict:
         return None
     rest = {key: rule for key, rule in schema.items() if key not in _ANNOTATIONS}
-    names = rest.pop("type", None)
+    kinds = _exact_types(rest.pop("type", None))
     if rest.pop("additionalProperties", True) is not True or rest.pop("properties", {}) != {}:
         return None
-    names = [names] if type(names) is str else names
-    if rest or type(names) is not list or not all(name in _EXACT_TYPES for name in names):
+    return None if rest else kinds
+
+
+def _exact_types(rule: Any) -> frozenset[type] | None:
+    """The exact types a ``type`` keyword's name or names allow; None for any other rule."""
+    names = [rule] if type(rule) is str else rule
+    if type(names) is not list:
         return None
-    return frozenset(kind for name in names for kind in _EXACT_TYPES[name])
+    return frozenset(kind for name in names for kind in _EXACT_TYPES.get(name, ()))
 
 
 def _is_dict(value: object) -> bool:

@@ -1021,44 +1021,41 @@ _NO_PUBLIC_NAMES = frozenset(
         types.ClassMethodDescriptorType,
     }
 )
-# CPython's own callables name a lookup in their class's namespace: the generic one (each
-# C type's slot wrapper of it), so a lookup there runs nothing of the object either
+# CPython's own callables and the exact plain types name a lookup in their class's
+# namespace: the generic one (each C type's slot wrapper of PyObject_GenericGetAttr), so a
+# lookup there runs nothing of the object either ((1).__dict__ finds nothing, runs nothing)
 _GENERIC_LOOKUPS += tuple(
     _TYPE_DICT(kind)["__getattribute__"]
-    for kind in _NO_PUBLIC_NAMES
+    for kind in (*_NO_PUBLIC_NAMES, *PLAIN_TYPES)
     if "__getattribute__" in _TYPE_DICT(kind)
 )
-# and so do the exact plain types (their tp_getattro is PyObject_GenericGetAttr), whose
-# objects keep no instance dict: (1).__dict__ finds nothing and runs nothing
-_GENERIC_LOOKUPS += tuple(
-    _TYPE_DICT(kind)["__getattribute__"]
-    for kind in PLAIN_TYPES
-    if "__getattribute__" in _TYPE_DICT(kind)
-)
+
+
+@recursion_safe  # reads only
+def _script_instance_dict(obj: Any) -> dict[Any, Any] | None:
+    """The real ``__dict__`` of the script's own instance, read without running any of its
+    code; None for anything else (a host object's is not the script's to probe)."""
+    if isinstance(obj, type) or not is_script_class(type(obj)):
+        return None
+    try:
+        namespace = object.__getattribute__(obj, "__dict__")
+    except AttributeError:  # __slots__: no instance dict
+        return None
+    return namespace if type(namespace) is dict else None
 
 
 def _kept_on_instance(obj: Any, name: str) -> Any:
     """What the script's own instance keeps under ``name`` in its ``__dict__`` (a dunder
-    it set there), read from the real dict: no code of the object runs."""
-    if isinstance(obj, type) or not is_script_class(type(obj)):
-        return _MISSING
-    try:
-        namespace = object.__getattribute__(obj, "__dict__")
-    except AttributeError:  # __slots__: no instance dict
-        return _MISSING
-    return namespace.get(name, _MISSING) if type(namespace) is dict else _MISSING
+    it set there)."""
+    namespace = _script_instance_dict(obj)
+    return _MISSING if namespace is None else namespace.get(name, _MISSING)
 
 
 @recursion_safe  # reads only
 def _script_instance_lacks(obj: Any, name: str) -> bool:
     """Is ``obj`` the script's own object, with no ``name`` in its real instance dict?"""
-    if not is_script_class(type(obj)):
-        return False  # a host object's instance dict is not the script's to probe
-    try:
-        namespace = object.__getattribute__(obj, "__dict__")
-    except AttributeError:
-        return True
-    if type(namespace) is not dict or any(type(key) is not str for key in namespace):
+    namespace = _script_instance_dict(obj)
+    if namespace is None or any(type(key) is not str for key in namespace):
         return False  # a key of the script's str subclass: a lookup here would run its __eq__
     return name not in namespace
 
