@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,10 @@ from typing import Any
 SKIPPED_DIRECTIVES = ("call-external", "mount")
 TRACEBACK_MARKER = '"""\nTRACEBACK:\n'  # an expected traceback closes a fixture: not code
 SECONDS = 60
+# An object's default repr names its address, which differs between any two processes.
+ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+# A SyntaxError the parser finds is told as ``line N, column M: message`` and the source.
+PARSER_SYNTAX_ERROR = re.compile(r"line \d+, column \d+: (.*)")
 
 # CPython's side: the script as a module of its own, its last expression kept as the value.
 _REFERENCE = r"""
@@ -97,6 +102,7 @@ def under_cpython(source: str) -> list[Any]:
 
 
 def under_codeact(source: str, reference: list[Any]) -> list[Any]:
+    from codeact import ErrorCode
     from codeact.sandbox import Limits
     from codeact.stdlib import standard_sandbox
 
@@ -106,13 +112,25 @@ def under_codeact(source: str, reference: list[Any]) -> list[Any]:
     finally:
         sandbox.close()
     error = None if outcome.error is None else outcome.error.message
-    if error is not None and error.startswith("the script cannot be compiled: "):
-        reason = error.split(": ", 1)[1].rsplit(" (<script>", 1)[0]
-        return ["", None, f"SyntaxError: {reason}"]
+    if outcome.error is not None and outcome.error.code is ErrorCode.CODE_SYNTAX_ERROR:
+        return ["", None, f"SyntaxError: {syntax_error_reason(outcome.error.message)}"]
     value = json.loads(json.dumps(outcome.value, default=repr))
     if reference[1] == "<a cycle>" and error is None:
         value = "<a cycle>"  # both made it; only its JSON form differs
     return [outcome.output, value, error]
+
+
+def syntax_error_reason(message: str) -> str:
+    """CPython's words for a script the sandbox could not parse or compile."""
+    if message.startswith("the script cannot be compiled: "):
+        return message.split(": ", 1)[1].rsplit(" (<script>", 1)[0]
+    found = PARSER_SYNTAX_ERROR.match(message)
+    return found.group(1) if found else message
+
+
+def without_addresses(result: list[Any]) -> list[Any]:
+    """``result`` with every object address made the same: no two processes share them."""
+    return json.loads(ADDRESS.sub(" at 0x?", json.dumps(result)))
 
 
 def compare(path: Path) -> tuple[str, str, list[Any] | None, list[Any] | None]:
@@ -121,7 +139,8 @@ def compare(path: Path) -> tuple[str, str, list[Any] | None, list[Any] | None]:
         return path.name, "skipped", None, None
     reference = under_cpython(source)
     ours = under_codeact(source, reference)
-    return path.name, "same" if ours == reference else "different", ours, reference
+    same = without_addresses(ours) == without_addresses(reference)
+    return path.name, "same" if same else "different", ours, reference
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import opcode
 import threading
+import weakref
 from collections.abc import Callable
 from types import CodeType
 from typing import Any, TypeVar
@@ -43,11 +44,21 @@ def recursion_safe(function: F) -> F:
     return function
 
 
-def _mark_code(code: CodeType) -> None:
+def recursion_safe_while(owner: object, function: Callable[..., Any]) -> None:
+    """``recursion_safe`` for code made at run time (the methods ``dataclass`` writes for
+    a script's class): the mark goes when ``owner`` does, so no session's code is kept."""
+    codes: list[CodeType] = []
+    _mark_code(function.__code__, codes)
+    weakref.finalize(owner, _RECURSION_SAFE.difference_update, codes)
+
+
+def _mark_code(code: CodeType, marked: list[CodeType] | None = None) -> None:
     _RECURSION_SAFE.add(code)
+    if marked is not None:
+        marked.append(code)
     for constant in code.co_consts:
         if isinstance(constant, CodeType):
-            _mark_code(constant)
+            _mark_code(constant, marked)
 
 
 @recursion_safe  # reads only
@@ -190,6 +201,7 @@ __all__ = [
     "raised_by_script",
     "recursion_in_script",
     "recursion_safe",
+    "recursion_safe_while",
     "recursion_words",
     "stop_in_flight",
     "tripped_limit",

@@ -243,6 +243,7 @@ class Guards:
             return AttributeError(f"{what!r} object has no attribute {name!r}")
         raise SecurityViolation(f"the attribute {name!r} is not accessible")  # found after all
 
+    @recursion_safe  # reads, and returns what it found
     def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
         if name in READABLE_DUNDERS:  # __name__, __qualname__, __doc__: plain strings only
             value = getattr(obj, name, _MISSING)
@@ -1400,6 +1401,7 @@ def _constructing(new: Any, owner: type) -> Callable[..., Any]:
     return call
 
 
+@recursion_safe  # reads, into a dict of its own
 def _class_parameters(cls: type) -> tuple[Any, ...] | None:
     """A generic script class's type variables, from the forms its class statement's bases
     were (``class Box(Generic[T])``); None for a class that is not generic."""

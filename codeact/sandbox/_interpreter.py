@@ -490,6 +490,8 @@ class Sandbox:
         # otherwise run script code on the host's loop, unwatched).
         host_loop = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(None)
+        depth = _ScriptDepth()
+        depth.raise_limit()
         try:
             # Setting the run's scope up and putting it away is host code: done unwatched,
             # so no interrupt (a limit, an abort, a brief run's moment) can land in it and
@@ -531,6 +533,7 @@ class Sandbox:
                         except LimitInterrupt:
                             continue
         finally:
+            depth.put_back()
             asyncio.events._set_running_loop(host_loop)
             self._run = None
         if monitor.tripped == HANDED_BACK:
@@ -1111,6 +1114,66 @@ def _hint(
             "await, as in await asyncio.gather(*(tool(x) for x in xs))"
         )
     return None
+
+
+# A script may nest as many frames as under ``python script.py``, whose own frame is the
+# first of CPython's default 1,000: its top level is then this many frames below the limit.
+SCRIPT_FRAMES = 999
+# The frames the guards take where a script's statement calls them at its deepest frame
+# (an except clause's match, an item's read or write): the script reaches CPython's depth.
+_GUARD_FRAMES = 5
+
+
+# The limit the runs under way need (see _ScriptDepth), by the id of each one's own.
+_DEPTH_NEEDS: dict[int, int] = {}
+# The host's own limit, from before the first of them raised it; and the limit they set last.
+_DEPTH_LIMITS = {"host": 0, "set": 0}
+_DEPTH_LOCK = threading.Lock()
+
+
+class _ScriptDepth:
+    """The recursion limit a run needs: ``SCRIPT_FRAMES`` above where the host runs it,
+    however deep that is (a caller's frames are not the script's to pay for). The limit is
+    the whole process's: raised for the runs under way that need it, and put back to the
+    host's own when the last of them ends (unless the host set one of its own meanwhile)."""
+
+    __slots__ = ("_needed", "_raised")
+
+    def __init__(self) -> None:
+        frame: types.FrameType | None = sys._getframe(1)
+        depth = 0
+        while frame is not None:
+            depth += 1
+            frame = frame.f_back
+        self._needed = depth + SCRIPT_FRAMES + _GUARD_FRAMES
+        self._raised = False
+
+    def raise_limit(self) -> None:
+        with _DEPTH_LOCK:
+            current = sys.getrecursionlimit()
+            if not _DEPTH_NEEDS:
+                if current >= self._needed:
+                    return  # deep enough already (a worker's limit is)
+                _DEPTH_LIMITS["host"] = current
+            elif current != _DEPTH_LIMITS["set"]:
+                _DEPTH_LIMITS["host"] = current  # the host set its own since: the floor now
+            _DEPTH_NEEDS[id(self)] = self._needed
+            self._raised = True
+            _set_depth_limit()
+
+    def put_back(self) -> None:
+        if not self._raised:
+            return
+        with _DEPTH_LOCK:
+            del _DEPTH_NEEDS[id(self)]
+            if sys.getrecursionlimit() == _DEPTH_LIMITS["set"]:  # else the host set its own
+                _set_depth_limit()
+
+
+def _set_depth_limit() -> None:
+    limit = max([_DEPTH_LIMITS["host"], *_DEPTH_NEEDS.values()])
+    sys.setrecursionlimit(limit)
+    _DEPTH_LIMITS["set"] = limit
 
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))

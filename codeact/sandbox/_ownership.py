@@ -255,6 +255,7 @@ def is_writable(obj: Any) -> bool:
     return is_script_class(kind)
 
 
+@recursion_safe  # reads only
 def owns_private_name(obj: Any, name: str) -> bool:
     """Is ``obj._name`` the script's own: on its objects (their own attributes, or what its
     class statements bound) and its classes, never what a host class defines?

@@ -32,6 +32,8 @@ from RestrictedPython.transformer import (
     copy_locations,
 )
 
+from ._errors import recursion_safe
+
 RESULT_NAME = "_codeact_result_"
 
 # Read-only dunder attributes that are plain strings: scripts use them in messages.
@@ -849,6 +851,7 @@ def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
 
 
+@recursion_safe  # reads only
 def is_private_name(name: str) -> bool:
     """``_name``, ``__name`` or ``_`` itself: a script's own private name, never a dunder, a
     guard's name (guards end in ``_``) or a temporary."""

@@ -15,15 +15,18 @@ import dataclasses
 import keyword
 import weakref
 from collections.abc import Callable, Iterable
+from types import FunctionType
 from typing import Any
 
-from ..sandbox._errors import SecurityViolation, recursion_safe
+from ..sandbox._errors import SecurityViolation, recursion_safe, recursion_safe_while
 from ..sandbox._ownership import SCRIPT_CLASSES, is_script_class
 from . import _copy as script_copy
 from ._typing import TypingForm
 
 # The classes this module's decorator made: the only ones asdict, astuple and replace take.
 _MADE: weakref.WeakSet[type] = weakref.WeakSet()
+# Where the real decorator compiles the methods it writes (a script's code is never here).
+GENERATED_FILENAME = "<string>"
 
 
 def dataclass(cls: Any = None, /, **options: Any) -> Any:
@@ -49,7 +52,19 @@ def dataclass(cls: Any = None, /, **options: Any) -> Any:
     if made is not cls:  # slots=True builds a new class: it is the script's as well
         SCRIPT_CLASSES.add(made)
     _MADE.add(made)
+    _mark_generated(made)
     return made
+
+
+def _mark_generated(cls: type) -> None:
+    """The methods the real decorator compiled for ``cls`` (``__init__``, ``__eq__``, the
+    orderings, a frozen class's ``__setattr__``) change only the instance being made, or
+    nothing, and call the script's own code: a RecursionError there is the script's.
+    (``__repr__`` is wrapped in a guard against cycles that is not compiled so: unmarked.)"""
+    for value in vars(cls).values():
+        # the exact type first: a getattr on a script's object would run its __getattr__
+        if type(value) is FunctionType and value.__code__.co_filename == GENERATED_FILENAME:
+            recursion_safe_while(cls, value)
 
 
 def make_dataclass_for(new_class: Callable[..., type]) -> Callable[..., Any]:

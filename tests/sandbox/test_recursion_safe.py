@@ -12,10 +12,12 @@ read for that; what stays unmarked is listed with the reason.
 from __future__ import annotations
 
 import dis
+import gc
 import importlib
 import pkgutil
 import sys
 import types
+import weakref
 
 import codeact.sandbox
 import codeact.stdlib
@@ -73,3 +75,25 @@ def test_a_recursion_safe_function_names_only_recursion_safe_functions() -> None
             if ours and callee.__code__ not in _RECURSION_SAFE:
                 unmarked.add(f"{callee.__module__}.{callee.__qualname__}")
     assert unmarked <= set(REVIEWED), sorted(unmarked - set(REVIEWED))
+
+
+def test_the_methods_dataclass_writes_for_a_script_are_marked_while_their_class_lives() -> None:
+    from codeact.sandbox import Limits
+    from codeact.stdlib import standard_sandbox
+
+    sandbox = standard_sandbox(limits=Limits(wall_seconds=30.0, cpu_seconds=10.0))
+    outcome = sandbox.run(
+        "from dataclasses import dataclass\n@dataclass(order=True)\nclass Point:\n"
+        "    x: int\n    y: int = 0\nPoint(1) < Point(2)"
+    )
+    assert outcome.error is None, outcome.error
+    generated = [
+        vars(sandbox.globals["Point"])[name].__code__ for name in ("__init__", "__eq__", "__lt__")
+    ]
+    assert all(code in _RECURSION_SAFE for code in generated)
+    kept = [weakref.ref(code) for code in generated]
+    del generated
+    sandbox.close()  # the session's classes go with it, and their marks
+    del sandbox
+    gc.collect()
+    assert [ref() for ref in kept] == [None, None, None]  # the marks held none of them

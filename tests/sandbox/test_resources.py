@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 
@@ -9,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codeact.sandbox import Limits
+from codeact.sandbox import Limits, ScriptOutcome
 from codeact.sandbox._compiler import SCRIPT_FILENAME
 from codeact.sandbox._errors import (
     RECURSION_WORDS,
@@ -252,6 +254,114 @@ def test_a_script_catches_the_recursion_error_of_its_own_calls(
     caught, reached = outcome.value
     assert caught.startswith("maximum recursion depth exceeded")  # "while ..." where C saw it
     assert reached is True
+
+
+# Recursion through methods the runtime wrote or looks up for the script: a dataclass's
+# generated __init__, and super() (whose lookup asks guards that read only).
+THROUGH_RUNTIME_METHODS = {
+    "dataclass": "from dataclasses import dataclass\n@dataclass\nclass Node:\n    n: int = 0\n"
+    "    def __post_init__(self):\n        Node(self.n + 1)\ndef f(n):\n    Node()\n",
+    "super": "class Base:\n    def __init__(self):\n        Child()\nclass Child(Base):\n"
+    "    def __init__(self):\n        super().__init__()\ndef f(n):\n    Child()\n",
+}
+# A level of these takes a few frames, so where the limit lands (the script's frame or a
+# host frame it called) moves with the depth the recursion starts from: try each.
+STARTING_DEPTHS = 6
+
+
+@pytest.mark.parametrize("shape", sorted(THROUGH_RUNTIME_METHODS))
+def test_a_script_catches_recursion_through_the_runtimes_methods_from_any_depth(
+    make_runner: MakeRunner, shape: str
+) -> None:
+    script = THROUGH_RUNTIME_METHODS[shape] + (
+        "caught = []\ndef at(m):\n    if m:\n        return at(m - 1)\n    try:\n"
+        "        f(0)\n    except RecursionError as error:\n        caught.append(str(error))\n"
+        f"for m in range({STARTING_DEPTHS}):\n    at(m)\ncaught"
+    )
+    outcome = make_runner(Limits(wall_seconds=60.0, cpu_seconds=30.0))(script)
+    assert outcome.error is None, outcome.error
+    assert len(outcome.value) == STARTING_DEPTHS
+    assert all(text.startswith(RECURSION_WORDS) for text in outcome.value)
+
+
+# Each side in a fresh interpreter: the recursion limit is the whole process's.
+_DEEPEST = "def deepest(n):\n    try:\n        return deepest(n + 1)\n    except RecursionError:\n        return n\n"
+_UNDER_CPYTHON = _DEEPEST + "print(deepest(1))"
+_FROM_A_DEEP_HOST = (
+    "import sys\nfrom codeact.sandbox import Limits\nfrom codeact.stdlib import standard_sandbox\n"
+    "sandbox = standard_sandbox(limits=Limits(wall_seconds=60.0, cpu_seconds=30.0))\n"
+    "def host(depth):\n    return host(depth - 1) if depth else sandbox.run(sys.argv[1])\n"
+    "outcome = host(int(sys.argv[2]))\nassert outcome.error is None, outcome.error\n"
+    "print(outcome.value)\n"
+)
+
+
+@pytest.mark.parametrize("host_depth", [0, 600])
+def test_a_script_nests_as_deep_as_under_cpython_however_deep_the_host_runs_it(
+    host_depth: int,
+) -> None:
+    """Under ``python script.py`` a script nests CPython's default 1,000 frames less its
+    own; a host's frames under ``Sandbox.run`` are not the script's to pay for."""
+    cpython = subprocess.run(
+        [sys.executable, "-c", _UNDER_CPYTHON], capture_output=True, text=True, check=True
+    )
+    ours = subprocess.run(
+        [sys.executable, "-c", _FROM_A_DEEP_HOST, _DEEPEST + "deepest(1)", str(host_depth)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert int(ours.stdout) >= int(cpython.stdout) > 900
+
+
+def test_the_hosts_recursion_limit_is_put_back_after_overlapping_runs() -> None:
+    """Runs in threads at different host depths, overlapping: each reaches CPython's depth
+    while it runs, and the process's limit is the host's own once the last has ended."""
+    from codeact.stdlib import standard_sandbox
+
+    own = sys.getrecursionlimit()
+    reached: list[object] = []
+    started = threading.Barrier(4)
+
+    def run_at(host_depth: int) -> None:
+        sandbox = standard_sandbox(limits=Limits(wall_seconds=60.0, cpu_seconds=30.0))
+        try:
+            started.wait(timeout=60)
+
+            def host(depth: int) -> ScriptOutcome:
+                return host(depth - 1) if depth else sandbox.run(_DEEPEST + "deepest(1)")
+
+            outcome = host(host_depth)
+            reached.append(outcome.value if outcome.error is None else outcome.error)
+        finally:
+            sandbox.close()
+
+    threads = [threading.Thread(target=run_at, args=(depth,)) for depth in (0, 100, 200, 300)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(reached) == 4
+    assert all(type(value) is int and value >= 999 for value in reached), reached
+    assert sys.getrecursionlimit() == own
+
+
+def test_a_limit_the_host_sets_during_a_run_is_kept() -> None:
+    from codeact.stdlib import standard_sandbox
+
+    own = sys.getrecursionlimit()
+    sandbox = standard_sandbox(limits=Limits(wall_seconds=60.0, cpu_seconds=30.0))
+
+    def host_sets(name: str, arguments: dict[str, object]) -> None:
+        sys.setrecursionlimit(own + 500)  # the host's own decision, while the run is under way
+
+    try:
+        outcome = sandbox.run("set_limit()", tools={"set_limit": ()}, call_tool=host_sets)
+        assert outcome.error is None, outcome.error
+        assert sys.getrecursionlimit() == own + 500
+    finally:
+        sys.setrecursionlimit(own)
+        sandbox.close()
 
 
 def _recursion_error_handled() -> None:
