@@ -72,6 +72,7 @@ class ScriptEventLoop(asyncio.base_events.BaseEventLoop):
         self._call_tools = call_tools
         self.pending_calls: list[tuple[str, dict[str, Any], asyncio.Future[Any]]] = []
         self.stop_error: BaseException | None = None
+        self.script_view: Any = None  # the loop object scripts hold for this one, once asked
         self.set_task_factory(_watched_task)
 
     # What BaseEventLoop leaves to its subclasses; nothing of it does I/O here.

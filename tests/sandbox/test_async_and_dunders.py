@@ -46,12 +46,28 @@ ATTACKS: list[tuple[str, str, str]] = [
         "import asyncio\nf = asyncio.ensure_future(asyncio.sleep(0))\nawait f\nf._loop",
         SEC,
     ),
-    ("get-event-loop", "import asyncio\nasyncio.get_event_loop()", RUN),
-    ("get-running-loop", "import asyncio\nasyncio.get_running_loop()", RUN),
+    # the loop scripts hold stands for their run's: none of a real loop's insides
+    ("event-loop-private", "import asyncio\nasyncio.get_event_loop()._run", SEC),
+    (
+        "running-loop-private",
+        "import asyncio\nasync def m():\n    return getattr(asyncio.get_running_loop(), '_run')\n"
+        "await m()",
+        SEC,
+    ),
+    ("event-loop-method-self", "import asyncio\nasyncio.get_event_loop().time.__self__", SEC),
+    (
+        "handle-callback",
+        "import asyncio\nasync def m():\n    return asyncio.get_running_loop().call_soon(len, '')"
+        "._handle\nawait m()",
+        SEC,
+    ),
+    ("running-loop-outside", "import asyncio\nasyncio.get_running_loop()", RUN),
     ("asyncio-events-module", "import asyncio\nasyncio.events", RUN),
     ("asyncio-to-thread", "import asyncio\nasyncio.to_thread", RUN),
     ("create-task-outside-loop", CORO + "import asyncio\nasyncio.create_task(c())", RUN),
-    ("gather-outside-loop", CORO + "import asyncio\nasyncio.gather(c())", RUN),
+    # a gather made outside a loop runs only on a run's loop: never on a host's, by hand
+    ("gather-driven-by-hand", CORO + "import asyncio\nasyncio.gather(c()).send(None)", RUN),
+    ("loop-call-soon-outside", "import asyncio\nasyncio.get_event_loop().call_soon(len, '')", RUN),
     ("taskgroup-private", "import asyncio\nasyncio.TaskGroup()._tasks", SEC),
     ("event-waiters", "import asyncio\nasyncio.Event()._waiters", SEC),
     ("queue-internals", "import asyncio\ngetattr(asyncio.Queue(), '_queue')", SEC),
@@ -356,6 +372,41 @@ async def test_a_host_loop_in_the_same_thread_is_never_the_scripts() -> None:
     assert "no running event loop" in outcome.error.message
     assert ran == ["host loop still here"]
     sandbox.close()
+
+
+def test_a_gather_made_outside_a_loop_never_lands_on_the_threads_loop() -> None:
+    """A host thread with a current loop (a host's): the gather a script made before any
+    loop ran, driven by hand, would have asyncio schedule the script's coroutine there."""
+    import asyncio
+    import threading
+
+    from codeact.stdlib import standard_sandbox
+
+    seen: list[object] = []
+
+    def host_thread() -> None:
+        host_loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(host_loop)
+        sandbox = standard_sandbox(limits=Limits(wall_seconds=10))
+        try:
+            outcome = sandbox.run(
+                "import asyncio\nasync def c():\n    return 1\ng = asyncio.gather(c())\n"
+                "try:\n    g.send(None)\nexcept RuntimeError as error:\n    caught = str(error)\n"
+                "caught"
+            )
+            seen.extend([outcome.value, outcome.error, asyncio.all_tasks(host_loop)])
+        finally:
+            sandbox.close()
+            asyncio.set_event_loop(None)
+            host_loop.close()
+
+    thread = threading.Thread(target=host_thread)
+    thread.start()
+    thread.join(timeout=60)
+    value, error, tasks = seen
+    assert error is None, error
+    assert value == "asyncio.gather() needs the script's running event loop"
+    assert tasks == set()  # nothing of the script's was scheduled on the host's loop
 
 
 def test_process_time_is_the_scripts_own_cpu_time_not_the_hosts(run: Runner) -> None:

@@ -38,13 +38,16 @@ ORACLE_LIMITS = Limits(wall_seconds=30.0, cpu_seconds=10.0)
 MARK = "# === "
 ASYNC_CATEGORY = "async"
 # Scripts of these categories change what the process keeps (logging's handlers, warnings'
-# filters) and write to stderr: each is judged against an interpreter of its own.
-FRESH_CATEGORIES = frozenset({"logging", "warnings"})
+# filters, the main thread's event loop) or write to stderr: each is judged against an
+# interpreter of its own.
+FRESH_CATEGORIES = frozenset({"logging", "warnings", "loops"})
 ROOT = Path(__file__).resolve().parents[2]
 # Where a CPython worker cannot be what a plain exec is, and why.
 CPYTHON_WORKER_DIFFERS = {
     "modules/sys-recursion-limit-default": "the worker's own frames count against CPython's "
     "recursion limit, so it is raised by as many: scripts reach CPython's depth",
+    "loops/run-in-executor": "the confined worker starts no thread, and CPython's "
+    "run_in_executor waits on one until the run's deadline",
 }
 
 

@@ -219,10 +219,13 @@ async def gather_objects():
     await task
     async with asyncio.TaskGroup() as tg:
         other = tg.create_task(coro())
+    loop = asyncio.get_running_loop()
     return [task, other, tg, asyncio.Event(), asyncio.Lock(), asyncio.Semaphore(1),
-            asyncio.Queue(), asyncio.timeout(1), asyncio.current_task()]
+            asyncio.Queue(), asyncio.timeout(1), asyncio.current_task(), loop,
+            loop.call_soon(len, ''), loop.call_later(60, len, ''), loop.create_future()]
 pending_coroutine = coro()
 seeds += asyncio.run(gather_objects())
+seeds += [asyncio.get_event_loop(), asyncio.new_event_loop()]
 seeds += [
     io.StringIO('a'), io.BytesIO(b'a'), csv.reader(['a']), csv.writer(io.StringIO()),
     csv.DictReader(['a', '1']), time.gmtime(0), types.SimpleNamespace(a=1),
@@ -679,6 +682,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     assert any(target is ENUM_TYPE for _, target in targets)  # called, not only read
     newest = (".__fspath__", ".__missing__", ".group", ".pbkdf2_hmac", ".iter_unpack")
     newest += (".get_type_hints", ".static_order", ".get_ready")
+    newest += (".get_event_loop", ".run_until_complete", ".call_later", ".run_in_executor")
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
     for name in ("eval", "exec", "input"):  # the interpreter's own builtins, called too
