@@ -42,6 +42,7 @@ from ._ownership import (
     READABLE,
     SCRIPT_CLASSES,
     SHOWN,
+    SHOWN_BY_VALUE,
     WRITABLE_TYPES,
     is_script_class,
     is_script_function,
@@ -691,6 +692,9 @@ class Guards:
         shown = self.shown.get(kind) or SHOWN.get(kind)
         if shown is not None:
             return shown
+        by_value = SHOWN_BY_VALUE.get(kind)  # keyed by the exact type: never a script's
+        if by_value is not None:
+            return by_value(args[0])
         if issubclass(kind, type) or kind is OpaqueType:  # a class's class: what type() is
             type_stand_in = self.shown.get(type)
             if type_stand_in is not None:
@@ -715,10 +719,12 @@ class Guards:
         return self.opaque_type(kind)
 
     def opaque_type(self, real: type, name: str | None = None) -> OpaqueType:
-        """This session's one stand-in for a host type (shown as ``name``, if given)."""
+        """This session's one stand-in for a host type (shown as ``name``, if given; else
+        as CPython shows it, ``types.GenericAlias``, but never the runtime's own module)."""
         found = self.opaque.get(real)
         if found is None:
-            found = self.opaque[real] = OpaqueType(real, name)
+            module = "" if name else _shown_module(real)
+            found = self.opaque[real] = OpaqueType(real, name, module)
         return found
 
     def check_pattern_names(self, subject: Any, names: tuple[str, ...]) -> None:
@@ -1518,8 +1524,8 @@ class OpaqueType:
 
     __slots__ = ("__weakref__",)
 
-    def __init__(self, real: type, name: str | None = None) -> None:
-        _OPAQUE_REAL[id(self)] = (real, name or real.__name__)
+    def __init__(self, real: type, name: str | None = None, module: str = "") -> None:
+        _OPAQUE_REAL[id(self)] = (real, name or real.__name__, module)
         weakref.finalize(self, _OPAQUE_REAL.pop, id(self), None)
 
     @property
@@ -1535,14 +1541,25 @@ class OpaqueType:
         raise SecurityViolation(f"{self.__name__} objects cannot be made from scripts")
 
     def __repr__(self) -> str:
-        return f"<class {self.__name__!r}>"
+        module = _OPAQUE_REAL[id(self)][2]
+        return f"<class {(f'{module}.' if module else '') + self.__name__!r}>"
 
     def __reduce__(self) -> Any:
         raise TypeError("a type cannot be pickled in scripts")
 
 
-# id(stand-in) -> (the real type, the name it shows)
-_OPAQUE_REAL: dict[int, tuple[type, str]] = {}
+_TYPE_MODULE = vars(type)["__module__"].__get__
+
+
+def _shown_module(real: type) -> str:
+    module = _TYPE_MODULE(real)  # type's own getter: no metaclass answers for the class
+    if type(module) is not str or module == "builtins" or module.startswith(_OWN_MODULES):
+        return ""
+    return module
+
+
+# id(stand-in) -> (the real type, the name it shows, the module its repr names)
+_OPAQUE_REAL: dict[int, tuple[type, str, str]] = {}
 # Host classes whose type() is a stand-in though their instances are readable: calling
 # them would put script values in the class's own registries (a flag class keeps every
 # value it is called with as a pseudo-member).

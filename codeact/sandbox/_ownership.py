@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import types
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._errors import recursion_safe
@@ -116,6 +116,9 @@ def register_readable(
 # Stand-ins every session shows for a host type (``type(Decimal(1)) is Decimal``): a
 # facade made once for the process registers its own here; a session adds its own after.
 SHOWN: dict[type, Any] = {}
+# Host types whose instances each show a class of their own (typing's forms: ``type()`` of
+# ``Optional`` is ``_SpecialForm``, of ``List[int]`` ``_GenericAlias``): instance -> stand-in.
+SHOWN_BY_VALUE: dict[type, Callable[[Any], Any]] = {}
 
 # Stand-in bases that build a class of another shape (``typing.NamedTuple``): each maps
 # the class statement's name, bases and namespace to the bases and namespace to use.
@@ -306,6 +309,7 @@ __all__ = [
     "SCOPE_MARK",
     "SCRIPT_CLASSES",
     "SHOWN",
+    "SHOWN_BY_VALUE",
     "WRITABLE_TYPES",
     "exact_arguments",
     "exact_value",

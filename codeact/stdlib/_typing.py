@@ -15,12 +15,14 @@ import types
 from typing import Any
 
 from ..sandbox._errors import SecurityViolation
+from ..sandbox._guards import OpaqueType
 from ..sandbox._ownership import (
     CLASS_BUILDERS,
     DUNDER_DATA,
     GENERIC_BASES,
     PROTOCOL_MARKERS,
     SCRIPT_CLASSES,
+    SHOWN_BY_VALUE,
     register_base,
     register_readable,
 )
@@ -307,6 +309,8 @@ _ORIGINS: dict[str, Any] = {
     "DefaultDict": collections.defaultdict,
     "OrderedDict": collections.OrderedDict,
     "Deque": collections.deque,
+    "Counter": collections.Counter,
+    "ChainMap": collections.ChainMap,
     "ClassVar": None,
     "Final": None,
     "Annotated": None,
@@ -444,6 +448,49 @@ def _new_type(name: str, kind: Any) -> Any:
 
 # The bare forms, made once: ``get_origin(Optional[int]) is Union`` holds, as in typing.
 BARE: dict[str, TypingForm] = {name: TypingForm(name, origin) for name, origin in _ORIGINS.items()}
+
+# What type() shows for a form: the class CPython's typing makes it of (3.11's names).
+_BARE_CLASSES = {
+    "Any": "_AnyMeta",
+    "Literal": "_LiteralSpecialForm",
+    "Callable": "_CallableType",
+    "Tuple": "_TupleType",
+    "Annotated": "type",  # a class of its own
+    "ParamSpec": "type",
+    "Text": "type",  # str itself
+    "AnyStr": "TypeVar",
+}
+_SUBSCRIPTED_CLASSES = {
+    "Union": "_UnionGenericAlias",
+    "Optional": "_UnionGenericAlias",
+    "Callable": "_CallableGenericAlias",
+    "Literal": "_LiteralGenericAlias",
+    "Annotated": "_AnnotatedAlias",
+}
+_FORM_CLASSES = {
+    name: OpaqueType(TypingForm, name, "" if name == "type" else "typing")
+    for name in {
+        *_BARE_CLASSES.values(),
+        *_SUBSCRIPTED_CLASSES.values(),
+        "_SpecialForm",
+        "_SpecialGenericAlias",
+        "_GenericAlias",
+    }
+}
+
+
+def _form_class(form: TypingForm) -> OpaqueType:
+    name = form._name
+    if form._args:
+        return _FORM_CLASSES[_SUBSCRIPTED_CLASSES.get(name, "_GenericAlias")]
+    if name in _BARE_CLASSES:
+        return _FORM_CLASSES[_BARE_CLASSES[name]]
+    if form._origin is None:  # Optional, ClassVar, Final, NoReturn, Self, ...
+        return _FORM_CLASSES["_SpecialForm"]
+    return _FORM_CLASSES["_SpecialGenericAlias"]  # List, Dict, Iterable, ...
+
+
+SHOWN_BY_VALUE[TypingForm] = _form_class
 
 
 def typing_members() -> dict[str, Any]:
