@@ -3,8 +3,10 @@
 CPython's ``re`` backtracks in C without ever returning to bytecode: ``(a|aa)+$``
 against sixty ``a`` and a ``b`` holds the interpreter for hours, and in a host process
 no watchdog can stop it. The ``regex`` engine takes a timeout, checked while it
-matches; in its default version it keeps ``re``'s syntax and results. Scripts see
-``re``'s names and ``re``'s public surface, nothing more.
+matches; in its default version it keeps ``re``'s syntax and results. Scripts hold
+``Pattern`` and ``Match`` objects written here around the engine's, with ``re``'s
+public surface, flag values and reprs (``re.compile('\\d+')``, ``<re.Match object;
+span=(0, 2), match='42'>``), nothing of the engine's own.
 
 Like ``re``, the engine caches patterns and replacement templates for the whole
 process: every string and flag it is given is an exact builtin, never a script's
@@ -14,178 +16,351 @@ subclass (which would outlive its session there).
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import regex
 
 from ..sandbox._errors import LimitExceeded
-from ..sandbox._guards import Guards
-from ..sandbox._ownership import (
-    exact_arguments,
-    exact_value,
-    register_host_method,
-    register_readable,
-)
+from ..sandbox._guards import Guards, OpaqueType
+from ..sandbox._ownership import SHOWN, exact_value, register_readable
 from ..sandbox._work_bounds import exact_len, interruptible
 
-# The engine's calls that match, each stopped at the run's time limit.
+# What scripts read on patterns and matches: re's public surface.
 MATCHING = ("match", "search", "fullmatch", "findall", "finditer", "split", "sub", "subn")
-# What scripts read on patterns and matches: re's public surface, not the engine's extras.
 PATTERN_NAMES = (*MATCHING, "flags", "groupindex", "groups", "pattern")
-MATCH_NAMES = [
-    "expand",
-    "group",
-    "groupdict",
-    "groups",
-    "span",
-    "start",
-    "end",
-    "pos",
-    "endpos",
-    "lastindex",
-    "lastgroup",
-    "re",
-    "string",
-    "regs",
-]
-FLAGS = "IGNORECASE I MULTILINE M DOTALL S VERBOSE X ASCII A UNICODE U"
+MATCH_NAMES = (
+    *("expand", "group", "groupdict", "groups", "span", "start", "end", "pos", "endpos"),
+    *("lastindex", "lastgroup", "re", "string", "regs"),
+)
+# re's flags, by re's values (the engine's differ for ASCII only), in the order re's
+# reprs name them.
+RE_FLAGS = {
+    "IGNORECASE": 2,
+    "LOCALE": 4,
+    "MULTILINE": 8,
+    "DOTALL": 16,
+    "UNICODE": 32,
+    "VERBOSE": 64,
+    "ASCII": 256,
+}
+SHORT_NAMES = {"I": "IGNORECASE", "L": "LOCALE", "M": "MULTILINE", "S": "DOTALL"}
+SHORT_NAMES |= {"U": "UNICODE", "X": "VERBOSE", "A": "ASCII"}
+_ENGINE_ASCII = int(regex.A)
+_KNOWN = sum(RE_FLAGS.values())
+
+
+def _engine_flags(flags: Any) -> int:
+    """re's flag bits as the engine takes them: any other bit is dropped (the engine gives
+    its own meanings to bits re leaves unused)."""
+    if not isinstance(flags, int):
+        raise TypeError(f"flags must be an integer, not {type(flags).__name__}")
+    bits = int.__index__(flags) & _KNOWN
+    return bits & ~RE_FLAGS["ASCII"] | (_ENGINE_ASCII if bits & RE_FLAGS["ASCII"] else 0)
+
+
+def _re_flags(engine: int, ascii_given: bool) -> int:
+    """The engine's compiled flags as re's (its version bits dropped; ASCII, which it sets
+    on every bytes pattern, only where re has it: given, or on a str pattern)."""
+    kept = engine & (_KNOWN & ~RE_FLAGS["ASCII"])
+    return kept | (RE_FLAGS["ASCII"] if engine & _ENGINE_ASCII and ascii_given else 0)
+
+
+class Pattern:
+    """``re.Pattern`` as scripts hold it: the engine's compiled pattern, every match it
+    makes stopped at the run's time limit and every text it builds checked against the
+    run's size limit."""
+
+    __slots__ = ("_ascii", "_compiled", "_guards")
+
+    def __init__(self, compiled: Any, guards: Guards, flags: int) -> None:
+        self._compiled = compiled
+        self._guards = guards
+        self._ascii = isinstance(compiled.pattern, str) or bool(flags & RE_FLAGS["ASCII"])
+
+    @property
+    def pattern(self) -> Any:
+        return self._compiled.pattern
+
+    @property
+    def flags(self) -> int:
+        return _re_flags(self._compiled.flags, self._ascii)
+
+    @property
+    def groups(self) -> int:
+        return int(self._compiled.groups)
+
+    @property
+    def groupindex(self) -> dict[str, int]:
+        return dict(self._compiled.groupindex)  # a copy: the compiled pattern is shared
+
+    def match(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Match | None:
+        return self._found(self._timed("match", string, pos, endpos))
+
+    def search(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Match | None:
+        return self._found(self._timed("search", string, pos, endpos))
+
+    def fullmatch(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Match | None:
+        return self._found(self._timed("fullmatch", string, pos, endpos))
+
+    def findall(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]:
+        found: list[Any] = self._timed("findall", string, pos, endpos)
+        return found
+
+    def finditer(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[Match]:
+        return map(self._made, self._timed("finditer", string, pos, endpos))
+
+    def split(self, string: Any, maxsplit: int = 0) -> list[Any]:
+        found: list[Any] = self._timed("split", string, maxsplit=exact_value(maxsplit))
+        return found
+
+    def sub(self, repl: Any, string: Any, count: int = 0) -> Any:
+        replacement = self._replacement(repl, string)
+        return self._timed("sub", replacement, string, count=exact_value(count))
+
+    def subn(self, repl: Any, string: Any, count: int = 0) -> Any:
+        replacement = self._replacement(repl, string)
+        return self._timed("subn", replacement, string, count=exact_value(count))
+
+    def _timed(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        method = getattr(self._compiled, name)
+        arguments = [exact_value(a) for a in args]
+        try:
+            return method(*arguments, timeout=self._guards.limits.wall_seconds, **kwargs)
+        except TimeoutError:
+            raise LimitExceeded(
+                "wall time", "the regular expression ran past the script's time limit"
+            ) from None
+
+    def _found(self, found: Any) -> Match | None:
+        return None if found is None else Match(found, self)
+
+    def _made(self, found: Any) -> Match:
+        return Match(found, self)
+
+    def _replacement(self, repl: Any, text: Any) -> Any:
+        """A substitution's replacement, checked for what it could make before the engine
+        runs (a template), or as it makes it (a callable, called per match from C: it
+        enters Python each time, and what it returns is counted against the limit)."""
+        limit = self._guards.limits.max_sequence_items
+        if callable(repl):
+            return _Counted(interruptible(repl), exact_len(text), limit, self)
+        if isinstance(repl, str | bytes) and isinstance(text, str | bytes):
+            worst = (exact_len(text) + 1) * max(exact_len(repl), 1) + exact_len(text)
+            if worst > limit and exact_len(repl) > 1:
+                raise LimitExceeded(
+                    "sequence size", "the substitution could grow the text past its limit"
+                )
+        return exact_value(repl)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Pattern and self._compiled == other._compiled
+
+    def __hash__(self) -> int:
+        return hash(self._compiled)
+
+    def __copy__(self) -> Pattern:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Pattern:
+        return self
+
+    def __repr__(self) -> str:
+        flags = self.flags
+        if isinstance(self.pattern, str) and flags & (4 | 32 | 256) == 32:
+            flags &= ~32  # UNICODE is a str pattern's default: re leaves it unsaid
+        named = [f"re.{name}" for name, bit in RE_FLAGS.items() if flags & bit]
+        shown = repr(self.pattern)[:200]
+        return f"re.compile({shown}, {'|'.join(named)})" if named else f"re.compile({shown})"
+
+
+class _Counted:
+    """A substitution's callable replacement: given ``Match`` objects, as re gives them,
+    and what it returns counted against the run's size limit."""
+
+    __slots__ = ("_call", "_limit", "_made", "_pattern")
+
+    def __init__(self, call: Any, made: int, limit: int, pattern: Pattern) -> None:
+        self._call, self._made, self._limit, self._pattern = call, made, limit, pattern
+
+    def __call__(self, found: Any) -> Any:
+        piece = self._call(Match(found, self._pattern))
+        self._made += exact_len(piece) if isinstance(piece, str | bytes) else 0
+        if self._made > self._limit:
+            raise LimitExceeded("sequence size", "the substitution grew the text past its limit")
+        return piece
+
+
+class Match:
+    """``re.Match`` as scripts hold it: the engine's match, read through re's surface."""
+
+    __slots__ = ("_found", "_pattern")
+
+    def __init__(self, found: Any, pattern: Pattern) -> None:
+        self._found = found
+        self._pattern = pattern
+
+    @property
+    def re(self) -> Pattern:
+        return self._pattern
+
+    @property
+    def string(self) -> Any:
+        return self._found.string
+
+    @property
+    def pos(self) -> int:
+        return int(self._found.pos)
+
+    @property
+    def endpos(self) -> int:
+        return int(self._found.endpos)
+
+    @property
+    def lastindex(self) -> int | None:
+        found: int | None = self._found.lastindex
+        return found
+
+    @property
+    def lastgroup(self) -> str | None:
+        found: str | None = self._found.lastgroup
+        return found
+
+    @property
+    def regs(self) -> tuple[tuple[int, int], ...]:
+        return tuple(self._found.regs)
+
+    def group(self, *groups: Any) -> Any:
+        return self._found.group(*_group_keys(groups))
+
+    def __getitem__(self, group: Any) -> Any:
+        return self._found[_group_keys((group,))[0]]
+
+    def groups(self, default: Any = None) -> tuple[Any, ...]:
+        return tuple(self._found.groups(default))
+
+    def groupdict(self, default: Any = None) -> dict[str, Any]:
+        return dict(self._found.groupdict(default))
+
+    def span(self, group: Any = 0) -> tuple[int, int]:
+        start, end = self._found.span(*_group_keys((group,)))
+        return int(start), int(end)
+
+    def start(self, group: Any = 0) -> int:
+        return int(self._found.start(*_group_keys((group,))))
+
+    def end(self, group: Any = 0) -> int:
+        return int(self._found.end(*_group_keys((group,))))
+
+    def expand(self, template: Any) -> Any:
+        """Each group reference in the template writes out up to the whole string: the
+        template's references times the string's length is checked first."""
+        if isinstance(template, str | bytes):
+            if isinstance(template, str):
+                references = template.count("\\")
+            else:
+                references = template.count(b"\\")
+            worst = exact_len(template) + references * exact_len(self._found.string or "")
+            if worst > self._pattern._guards.limits.max_sequence_items:
+                raise LimitExceeded(
+                    "sequence size", "the expanded template could grow past its limit"
+                )
+        return self._found.expand(exact_value(template))
+
+    def __copy__(self) -> Match:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Match:
+        return self
+
+    def __repr__(self) -> str:
+        start, end = self._found.span()
+        return f"<re.Match object; span=({start}, {end}), match={repr(self._found.group())[:50]}>"
+
+
+def _group_keys(groups: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A group is named by an integer or a string, and anything else is no such group
+    (re's IndexError, where the engine raises a TypeError)."""
+    for group in groups:
+        if isinstance(group, str | bytes) or hasattr(type(group), "__index__"):
+            continue
+        for unhashable in (list, dict, set, bytearray):  # looked up among the names
+            if isinstance(group, unhashable):
+                raise TypeError(f"unhashable type: '{unhashable.__name__}'")
+        raise IndexError("no such group")
+    return tuple(exact_value(group) for group in groups)
+
+
+# What type() shows and what re.Pattern and re.Match are to scripts: isinstance answers,
+# nothing to build with (re's classes cannot be called either).
+PATTERN_TYPE = OpaqueType(Pattern, "Pattern", "re")
+MATCH_TYPE = OpaqueType(Match, "Match", "re")
+SHOWN[Pattern] = PATTERN_TYPE
+SHOWN[Match] = MATCH_TYPE
+register_readable(Pattern, names=PATTERN_NAMES)
+register_readable(Match, names=MATCH_NAMES)
 
 
 def re_members(guards: Guards) -> dict[str, Any]:
     """The ``re`` facade's members for one session."""
     # plain ints: a flag class called with a new value keeps it as a pseudo-member, in a
     # table of the process that grows with every value a script combines (re.I | n << 24)
-    members: dict[str, Any] = {name: int(getattr(regex, name)) for name in FLAGS.split()}
+    members: dict[str, Any] = dict(RE_FLAGS)
+    members.update({short: RE_FLAGS[name] for short, name in SHORT_NAMES.items()})
+
+    def compile(pattern: Any, flags: Any = 0) -> Pattern:
+        if type(pattern) is Pattern:
+            if flags:
+                raise ValueError("cannot process flags argument with a compiled pattern")
+            return pattern
+        engine = _engine_flags(flags)
+        return Pattern(regex.compile(exact_value(pattern), engine), guards, int(flags))
+
+    def match(pattern: Any, string: Any, flags: Any = 0) -> Match | None:
+        return compile(pattern, flags).match(string)
+
+    def search(pattern: Any, string: Any, flags: Any = 0) -> Match | None:
+        return compile(pattern, flags).search(string)
+
+    def fullmatch(pattern: Any, string: Any, flags: Any = 0) -> Match | None:
+        return compile(pattern, flags).fullmatch(string)
+
+    def findall(pattern: Any, string: Any, flags: Any = 0) -> list[Any]:
+        return compile(pattern, flags).findall(string)
+
+    def finditer(pattern: Any, string: Any, flags: Any = 0) -> Iterator[Match]:
+        return compile(pattern, flags).finditer(string)
+
+    def split(pattern: Any, string: Any, maxsplit: int = 0, flags: Any = 0) -> list[Any]:
+        return compile(pattern, flags).split(string, maxsplit)
+
+    def sub(pattern: Any, repl: Any, string: Any, count: int = 0, flags: Any = 0) -> Any:
+        return compile(pattern, flags).sub(repl, string, count)
+
+    def subn(pattern: Any, repl: Any, string: Any, count: int = 0, flags: Any = 0) -> Any:
+        return compile(pattern, flags).subn(repl, string, count)
+
+    def escape(pattern: Any) -> Any:
+        return regex.escape(exact_value(pattern))
+
     members.update(
-        {
-            "NOFLAG": 0,
-            "error": regex.error,
-            "Pattern": regex.Pattern,
-            "Match": regex.Match,
-            "compile": exact_arguments(regex.compile),
-            "escape": exact_arguments(regex.escape),
-        }
+        NOFLAG=0,
+        error=regex.error,
+        Pattern=PATTERN_TYPE,
+        Match=MATCH_TYPE,
+        compile=compile,
+        escape=escape,
+        match=match,
+        search=search,
+        fullmatch=fullmatch,
+        findall=findall,
+        finditer=finditer,
+        split=split,
+        sub=sub,
+        subn=subn,
     )
-    for name in MATCHING:
-        members[name] = _timed(exact_arguments(getattr(regex, name)), guards)
-
-    timed_sub, timed_subn = members["sub"], members["subn"]
-
-    def sub(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
-        repl = _sized_replacement(guards, repl, text)
-        return timed_sub(pattern, repl, text, count=count, flags=flags)
-
-    def subn(pattern: Any, repl: Any, text: Any, count: int = 0, flags: int = 0) -> Any:
-        repl = _sized_replacement(guards, repl, text)
-        return timed_subn(pattern, repl, text, count=count, flags=flags)
-
-    members["sub"], members["subn"] = sub, subn
     return members
-
-
-def _timed(function: Callable[..., Any], guards: Guards) -> Callable[..., Any]:
-    """``function`` stopped by the engine at the run's time limit, as a limit."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        kwargs.pop("timeout", None)  # the limit is the run's, not the script's to raise
-        try:
-            return function(*args, timeout=guards.limits.wall_seconds, **kwargs)
-        except TimeoutError:
-            raise LimitExceeded(
-                "wall time", "the regular expression ran past the script's time limit"
-            ) from None
-
-    return call
-
-
-def _pattern_method(name: str) -> Callable[[Any, Guards], Any]:
-    def wrap(method: Any, guards: Guards) -> Any:
-        if name in ("sub", "subn"):
-            inner = method
-
-            def method(repl: Any, text: Any = "", *args: Any, **kwargs: Any) -> Any:
-                return inner(_sized_replacement(guards, repl, text), text, *args, **kwargs)
-
-        return _timed(exact_arguments(method), guards)
-
-    return wrap
-
-
-def _sized_replacement(guards: Guards, repl: Any, text: Any) -> Any:
-    """A substitution's replacement, checked for what it could make before the engine runs
-    (a template), or as it makes it (a callable, called per match from C: it enters Python
-    each time, and what it returns is counted against the limit)."""
-    limit = guards.limits.max_sequence_items
-    if callable(repl):
-        made = [exact_len(text)]
-        call = interruptible(repl)
-
-        def counted(match: Any) -> Any:
-            piece = call(match)
-            made[0] += exact_len(piece) if isinstance(piece, str | bytes) else 0
-            if made[0] > limit:
-                raise LimitExceeded(
-                    "sequence size", "the substitution grew the text past its limit"
-                )
-            return piece
-
-        return counted
-    if isinstance(repl, str | bytes) and isinstance(text, str | bytes):
-        worst = (exact_len(text) + 1) * max(exact_len(repl), 1) + exact_len(text)
-        if worst > limit and exact_len(repl) > 1:
-            raise LimitExceeded(
-                "sequence size", "the substitution could grow the text past its limit"
-            )
-    return repl
-
-
-def _sized_expand(method: Any, guards: Guards) -> Callable[[Any], Any]:
-    """``Match.expand``: each group reference in the template writes out up to the whole
-    string, so the template's references times the string's length is checked first."""
-
-    def expand(template: Any) -> Any:
-        if isinstance(template, str | bytes):
-            if isinstance(template, str):
-                references = template.count("\\")
-            else:
-                references = template.count(b"\\")
-            subject = method.__self__.string
-            worst = exact_len(template) + references * exact_len(subject or "")
-            if worst > guards.limits.max_sequence_items:
-                raise LimitExceeded(
-                    "sequence size", "the expanded template could grow past its limit"
-                )
-        return method(exact_value(template))
-
-    return expand
-
-
-def _group_keys(method: Any, guards: Guards) -> Callable[..., Any]:
-    """``Match.group``, ``span``, ``start``, ``end``: a group is named by an integer or a
-    string, and anything else is no such group (``re``'s IndexError, where the engine
-    raises a TypeError)."""
-
-    def named_groups(*groups: Any) -> Any:
-        for group in groups:
-            if isinstance(group, str | bytes) or hasattr(type(group), "__index__"):
-                continue
-            for unhashable in (list, dict, set, bytearray):  # looked up among the names
-                if isinstance(group, unhashable):
-                    raise TypeError(f"unhashable type: '{unhashable.__name__}'")
-            raise IndexError("no such group")
-        return method(*groups)
-
-    return named_groups
-
-
-register_readable(regex.Pattern, names=PATTERN_NAMES)
-register_readable(regex.Match, names=MATCH_NAMES)
-for _name in MATCHING:
-    register_host_method(regex.Pattern, _name, _pattern_method(_name))
-register_host_method(regex.Match, "expand", _sized_expand)
-for _name in ("group", "span", "start", "end"):
-    register_host_method(regex.Match, _name, _group_keys)
 
 
 def fnmatch_members(re_facade: Any) -> dict[str, Any]:

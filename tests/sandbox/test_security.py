@@ -303,8 +303,10 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("tool-public-attr", "getattr(add, 'name')", SEC),
     # A name a library class defines stays hidden where it is not readable: only a name
     # no class defines reads as a misspelling (AttributeError)
-    ("hidden-name-of-a-library-object", "import re\nre.compile('a').scanner", SEC),
-    ("hidden-name-by-hasattr", "import re\nhasattr(re.compile('a'), 'scanner')", SEC),
+    # re's objects hold the engine's one private name away
+    ("hidden-name-of-a-library-object", "import re\nre.compile('a')._compiled", SEC),
+    ("hidden-name-by-hasattr", "import re\nhasattr(re.compile('a'), '_compiled')", SEC),
+    ("hidden-name-of-a-match", "import re\ngetattr(re.match('a', 'a'), '_found')", SEC),
     ("tool-construct", "type(add)('x', (), print)('leak')", SEC),
     ("tool-format", "'{0._dispatch}'.format(add)", SEC),
     ("tool-deepcopy", "import copy\ncopy.deepcopy(add)._dispatch", SEC),
