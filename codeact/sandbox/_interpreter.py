@@ -490,7 +490,7 @@ class Sandbox:
         # otherwise run script code on the host's loop, unwatched).
         host_loop = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(None)
-        depth = _ScriptDepth()
+        depth = _ScriptDepth(brief=moment is not None)
         depth.raise_limit()
         try:
             # Setting the run's scope up and putting it away is host code: done unwatched,
@@ -1122,6 +1122,8 @@ SCRIPT_FRAMES = 999
 # The frames the guards take where a script's statement calls them at its deepest frame
 # (an except clause's match, an item's read or write): the script reaches CPython's depth.
 _GUARD_FRAMES = 5
+# A process limit this high (a worker's) leaves a script CPython's depth above any host's.
+_ROOMY_LIMIT = 3 * SCRIPT_FRAMES
 
 
 # The limit the runs under way need (see _ScriptDepth), by the id of each one's own.
@@ -1139,16 +1141,23 @@ class _ScriptDepth:
 
     __slots__ = ("_needed", "_raised")
 
-    def __init__(self) -> None:
-        frame: types.FrameType | None = sys._getframe(1)
-        depth = 0
+    def __init__(self, *, brief: bool) -> None:
+        self._needed = 0
+        self._raised = False
+        # A brief script calls nothing of its own (no function, no loop): it nests nothing.
+        # A limit far above CPython's (a worker's) leaves room for any host's depth.
+        if brief or sys.getrecursionlimit() >= _ROOMY_LIMIT:
+            return
+        frame: types.FrameType | None = sys._getframe(1)  # each read makes a frame object:
+        depth = 0  # measured only where it is needed
         while frame is not None:
             depth += 1
             frame = frame.f_back
         self._needed = depth + SCRIPT_FRAMES + _GUARD_FRAMES
-        self._raised = False
 
     def raise_limit(self) -> None:
+        if not self._needed:
+            return
         with _DEPTH_LOCK:
             current = sys.getrecursionlimit()
             if not _DEPTH_NEEDS:
