@@ -1162,7 +1162,7 @@ class _ScriptDepth:
             current = sys.getrecursionlimit()
             if not _DEPTH_NEEDS:
                 if current >= self._needed:
-                    return  # deep enough already (a worker's limit is)
+                    return  # deep enough already: the host's own limit leaves room
                 _DEPTH_LIMITS["host"] = current
             elif current != _DEPTH_LIMITS["set"]:
                 _DEPTH_LIMITS["host"] = current  # the host set its own since: the floor now
