@@ -172,7 +172,7 @@ ENUM_BASES = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum")
 
 # What type() shows for an enum class, and enum.EnumType (EnumMeta) as scripts hold it: its
 # name and isinstance, nothing to build with (EnumType's own call would make a class).
-ENUM_TYPE = OpaqueType(enum.EnumType, "EnumType")
+ENUM_TYPE = OpaqueType(enum.EnumType, "EnumType", "enum")
 SHOWN[enum.EnumType] = SHOWN[ScriptEnumType] = ENUM_TYPE
 
 

@@ -324,8 +324,6 @@ _ORIGINS: dict[str, Any] = {
     "TypeGuard": None,
     "ParamSpec": None,
     "Concatenate": None,
-    "Text": str,
-    "AnyStr": None,
 }
 
 
@@ -449,6 +447,9 @@ def _new_type(name: str, kind: Any) -> Any:
 # The bare forms, made once: ``get_origin(Optional[int]) is Union`` holds, as in typing.
 BARE: dict[str, TypingForm] = {name: TypingForm(name, origin) for name, origin in _ORIGINS.items()}
 
+# typing's own type variable for "str or bytes", one for every session (it holds a name only).
+ANY_STR = TypeVar("AnyStr", bytes, str)
+
 # What type() shows for a form: the class CPython's typing makes it of (3.11's names).
 _BARE_CLASSES = {
     "Any": "_AnyMeta",
@@ -457,8 +458,6 @@ _BARE_CLASSES = {
     "Tuple": "_TupleType",
     "Annotated": "type",  # a class of its own
     "ParamSpec": "type",
-    "Text": "type",  # str itself
-    "AnyStr": "TypeVar",
 }
 _SUBSCRIPTED_CLASSES = {
     "Union": "_UnionGenericAlias",
@@ -498,6 +497,8 @@ def typing_members() -> dict[str, Any]:
 
     members: dict[str, Any] = dict(BARE)
     members.update(
+        Text=str,  # str itself, as in typing
+        AnyStr=ANY_STR,
         get_origin=get_origin,
         get_args=get_args,
         Generic=GenericForm("Generic"),
