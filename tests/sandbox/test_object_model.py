@@ -570,6 +570,7 @@ REVIEWED_C_MEMBERS = {
     "random": "random",
     "re": "Match Pattern",  # for isinstance only: neither can be made by calling it
     "secrets": "compare_digest",
+    "typing": "Text",  # str itself, as the builtins' str
     # ints in, ints or a str out; nothing is called back
     "stat": "S_IFMT S_IMODE S_ISBLK S_ISCHR S_ISDIR S_ISDOOR S_ISFIFO S_ISLNK S_ISPORT S_ISREG "
     "S_ISSOCK S_ISWHT filemode",
