@@ -82,6 +82,20 @@ class ScriptEventLoop(asyncio.base_events.BaseEventLoop):
     def _write_to_self(self) -> None:
         pass
 
+    # A callback that raises is described by asyncio's handle before the loop's handler is
+    # asked: reprlib on its arguments and attribute reads on the callable, host code on
+    # the script's objects. Every callback is scheduled inside a _Scheduled of the loop's
+    # own, which is all that description ever reads.
+    def call_soon(  # type: ignore[override]
+        self, callback: Any, *args: Any, context: Any = None
+    ) -> asyncio.Handle:
+        return super().call_soon(_Scheduled(callback, args), context=context)
+
+    def call_at(  # type: ignore[override]
+        self, when: float, callback: Any, *args: Any, context: Any = None
+    ) -> asyncio.TimerHandle:
+        return super().call_at(when, _Scheduled(callback, args), context=context)
+
     def call_exception_handler(self, context: dict[str, Any]) -> None:
         error = context.get("exception")
         if isinstance(error, SandboxStop) and self.stop_error is None:
@@ -120,6 +134,24 @@ class ScriptEventLoop(asyncio.base_events.BaseEventLoop):
                 future.set_exception(answer.error)
             else:
                 future.set_result(answer)
+
+
+class _Scheduled:
+    """A callback and its arguments, called as asyncio would call them."""
+
+    __slots__ = ("_args", "_callback")
+
+    def __init__(self, callback: Any, args: tuple[Any, ...]) -> None:
+        if not callable(callback):  # asyncio's check, before it is wrapped
+            raise TypeError(f"a callable object was expected, got {type(callback).__name__}")
+        self._callback = callback
+        self._args = args
+
+    def __call__(self) -> Any:
+        return self._callback(*self._args)
+
+    def __repr__(self) -> str:
+        return "<a script's callback>"
 
 
 def _watched_task(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:

@@ -875,3 +875,24 @@ def test_graphlib_runs_nothing_of_the_scripts(run: Runner, misuse: str) -> None:
     )
     assert outcome.error is None, outcome.error
     assert outcome.value == ["TypeError", []]
+
+
+def test_a_failing_callback_is_never_described_with_the_scripts_objects(run: Runner) -> None:
+    """asyncio describes a callback that raised (reprlib on its arguments, attribute reads
+    on the callable) before the loop's handler hears of it: host code on the script's
+    objects. The script's loop schedules each callback inside an object of its own."""
+    outcome = run(
+        "import asyncio\nseen = []\nclass Loud:\n"
+        "    def __repr__(self):\n        seen.append('repr')\n        return 'loud'\n"
+        "    def __getattr__(self, name):\n        seen.append(name)\n"
+        "        raise AttributeError(name)\n"
+        "    def __call__(self, x):\n        raise ValueError('x')\n"
+        "def boom(x):\n    raise ValueError('x')\n"
+        "async def main():\n    loop = asyncio.get_running_loop()\n"
+        "    loop.call_soon(boom, Loud())\n    loop.call_later(0.001, Loud(), Loud())\n"
+        "    future = loop.create_future()\n    future.add_done_callback(Loud())\n"
+        "    future.set_result(1)\n    await asyncio.sleep(0.05)\n    return 'ran'\n"
+        "(asyncio.run(main()), seen)"
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == ["ran", []]
