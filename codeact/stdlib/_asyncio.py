@@ -32,9 +32,7 @@ _MONOTONIC = clock("monotonic", time.monotonic)
 
 def _on_script_loop(name: str, *handed: Any) -> None:
     if running_script_loop() is None:  # a host's loop, or none: nothing is scheduled on it
-        for value in handed:  # closed here, not warned about wherever they are collected
-            if inspect.iscoroutine(value):
-                value.close()
+        _close_coroutines(handed)
         raise RuntimeError(f"asyncio.{name}() needs the script's running event loop")
 
 

@@ -257,10 +257,11 @@ class Match:
         """Each group reference in the template writes out up to the whole string: the
         template's references times the string's length is checked first."""
         if isinstance(template, str | bytes):
+            # the base type's count: a script's subclass could answer for its own
             if isinstance(template, str):
-                references = template.count("\\")
+                references = str.count(template, "\\")
             else:
-                references = template.count(b"\\")
+                references = bytes.count(template, b"\\")
             worst = exact_len(template) + references * exact_len(self._found.string or "")
             if worst > self._pattern._guards.limits.max_sequence_items:
                 raise LimitExceeded(
