@@ -236,11 +236,14 @@ class Guards:
                     return error
                 what = shown.__qualname__  # a runtime's subclass, named as the class it stands for
             else:
-                # a stand-in for a host type is named by the type it shows (its own module
-                # is this one)
-                real = _OPAQUE_REAL[id(shown)][0] if type(shown) is OpaqueType else shown
-                module = getattr(real, "__module__", "builtins")
-                what = shown.__name__ if module == "builtins" else f"{module}.{shown.__name__}"
+                # a stand-in for a host type is named as its repr names it (re.Pattern), never
+                # by the runtime module that holds it
+                if type(shown) is OpaqueType:
+                    module = _OPAQUE_REAL[id(shown)][2]
+                else:
+                    module = getattr(shown, "__module__", "builtins")
+                bare = module in ("", "builtins")
+                what = shown.__name__ if bare else f"{module}.{shown.__name__}"
             return AttributeError(f"{what!r} object has no attribute {name!r}")
         raise SecurityViolation(f"the attribute {name!r} is not accessible")  # found after all
 

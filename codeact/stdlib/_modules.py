@@ -6,10 +6,11 @@ evaluates strings as code (``typing.get_type_hints`` is the sandbox's own, which
 annotation's text without running it: ``_type_hints.py``); anything that reads
 attributes by name behind the guard's back (``operator.attrgetter``,
 ``functools.update_wrapper`` with custom names); ``collections.UserString`` and
-``string.Formatter`` (format-string traversal), ``uuid.uuid1`` (host identity) and
-``re.purge`` (it clears the pattern cache every session shares). ``typing`` and ``copy``
-are the sandbox's own (``_typing.py``, ``_copy.py``), and class decorators that write to
-a class (``dataclass``, ``total_ordering``, ``wraps``) only ever write to the script's.
+``string.Formatter`` (format-string traversal) and ``uuid.uuid1`` (host identity).
+``re.purge`` clears nothing (the real one clears the cache every session shares).
+``typing`` and ``copy`` are the sandbox's own (``_typing.py``, ``_copy.py``), and class
+decorators that write to a class (``dataclass``, ``total_ordering``, ``wraps``) only ever
+write to the script's.
 """
 
 from __future__ import annotations

@@ -95,33 +95,40 @@ class Pattern:
     def groupindex(self) -> dict[str, int]:
         return dict(self._compiled.groupindex)  # a copy: the compiled pattern is shared
 
-    def match(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Match | None:
-        return self._found(self._timed("match", string, pos, endpos))
+    def match(self, *args: Any, **keywords: Any) -> Match | None:
+        return self._found(self._timed("match", *_scanned("match", args, keywords)))
 
-    def search(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Match | None:
-        return self._found(self._timed("search", string, pos, endpos))
+    def search(self, *args: Any, **keywords: Any) -> Match | None:
+        return self._found(self._timed("search", *_scanned("search", args, keywords)))
 
-    def fullmatch(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Match | None:
-        return self._found(self._timed("fullmatch", string, pos, endpos))
+    def fullmatch(self, *args: Any, **keywords: Any) -> Match | None:
+        return self._found(self._timed("fullmatch", *_scanned("fullmatch", args, keywords)))
 
-    def findall(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]:
-        found: list[Any] = self._timed("findall", string, pos, endpos)
+    def findall(self, *args: Any, **keywords: Any) -> list[Any]:
+        found: list[Any] = self._timed("findall", *_scanned("findall", args, keywords))
         return found
 
-    def finditer(self, string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[Match]:
-        return map(self._made, self._timed("finditer", string, pos, endpos))
+    def finditer(self, *args: Any, **keywords: Any) -> Iterator[Match]:
+        return map(self._made, self._timed("finditer", *_scanned("finditer", args, keywords)))
 
-    def split(self, string: Any, maxsplit: int = 0) -> list[Any]:
-        found: list[Any] = self._timed("split", string, maxsplit=exact_value(maxsplit))
+    def split(self, *args: Any, **keywords: Any) -> list[Any]:
+        given = _bound("split", ("string", "maxsplit"), 1, args, keywords)
+        string = _text(given["string"])
+        maxsplit = exact_value(given.get("maxsplit", 0))
+        found: list[Any] = self._timed("split", string, maxsplit=maxsplit)
         return found
 
-    def sub(self, repl: Any, string: Any, count: int = 0) -> Any:
-        replacement = self._replacement(repl, string)
-        return self._timed("sub", replacement, string, count=exact_value(count))
+    def sub(self, *args: Any, **keywords: Any) -> Any:
+        return self._substituted("sub", args, keywords)
 
-    def subn(self, repl: Any, string: Any, count: int = 0) -> Any:
-        replacement = self._replacement(repl, string)
-        return self._timed("subn", replacement, string, count=exact_value(count))
+    def subn(self, *args: Any, **keywords: Any) -> Any:
+        return self._substituted("subn", args, keywords)
+
+    def _substituted(self, name: str, args: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
+        given = _bound(name, ("repl", "string", "count"), 2, args, keywords)
+        string = _text(given["string"])
+        replacement = self._replacement(given["repl"], string)
+        return self._timed(name, replacement, string, count=exact_value(given.get("count", 0)))
 
     def _timed(self, name: str, *args: Any, **kwargs: Any) -> Any:
         method = getattr(self._compiled, name)
@@ -231,27 +238,30 @@ class Match:
     def regs(self) -> tuple[tuple[int, int], ...]:
         return tuple(self._found.regs)
 
-    def group(self, *groups: Any) -> Any:
+    def group(self, *groups: Any, **keywords: Any) -> Any:
+        _no_keywords("group", keywords)
         return self._found.group(*_group_keys(groups))
 
     def __getitem__(self, group: Any) -> Any:
         return self._found[_group_keys((group,))[0]]
 
-    def groups(self, default: Any = None) -> tuple[Any, ...]:
+    def groups(self, *args: Any, **keywords: Any) -> tuple[Any, ...]:
+        default = _bound("groups", ("default",), 0, args, keywords).get("default")
         return tuple(self._found.groups(default))
 
-    def groupdict(self, default: Any = None) -> dict[str, Any]:
+    def groupdict(self, *args: Any, **keywords: Any) -> dict[str, Any]:
+        default = _bound("groupdict", ("default",), 0, args, keywords).get("default")
         return dict(self._found.groupdict(default))
 
-    def span(self, group: Any = 0) -> tuple[int, int]:
-        start, end = self._found.span(*_group_keys((group,)))
+    def span(self, *group: Any, **keywords: Any) -> tuple[int, int]:
+        start, end = self._found.span(*_group_keys(_one_group("span", group, keywords)))
         return int(start), int(end)
 
-    def start(self, group: Any = 0) -> int:
-        return int(self._found.start(*_group_keys((group,))))
+    def start(self, *group: Any, **keywords: Any) -> int:
+        return int(self._found.start(*_group_keys(_one_group("start", group, keywords))))
 
-    def end(self, group: Any = 0) -> int:
-        return int(self._found.end(*_group_keys((group,))))
+    def end(self, *group: Any, **keywords: Any) -> int:
+        return int(self._found.end(*_group_keys(_one_group("end", group, keywords))))
 
     def expand(self, template: Any) -> Any:
         """Each group reference in the template writes out up to the whole string: the
@@ -278,6 +288,68 @@ class Match:
     def __repr__(self) -> str:
         start, end = self._found.span()
         return f"<re.Match object; span=({start}, {end}), match={repr(self._found.group())[:50]}>"
+
+
+def _no_keywords(method: str, keywords: dict[str, Any]) -> None:
+    if keywords:
+        raise TypeError(f"Match.{method}() takes no keyword arguments")
+
+
+def _one_group(method: str, group: tuple[Any, ...], keywords: dict[str, Any]) -> tuple[Any, ...]:
+    """``span``, ``start`` and ``end`` take one optional group, by position only (re's
+    words for anything else)."""
+    _no_keywords(method, keywords)
+    if len(group) > 1:
+        raise TypeError(f"{method} expected at most 1 argument, got {len(group)}")
+    return group or (0,)
+
+
+def _bound(
+    method: str,
+    names: tuple[str, ...],
+    required: int,
+    args: tuple[Any, ...],
+    keywords: dict[str, Any],
+) -> dict[str, Any]:
+    """A method's arguments by name, bound as re's C methods bind theirs (by position or by
+    name, the first ``required`` needed), refused in their words."""
+    most, given = len(names), len(args) + len(keywords)
+    if given > most:
+        kind = "" if args else "keyword "
+        plural = "" if most == 1 else "s"
+        raise TypeError(f"{method}() takes at most {most} {kind}argument{plural} ({given} given)")
+    bound = dict(zip(names, args, strict=False))  # no more args than names: counted above
+    for position, name in enumerate(names[len(args) :], start=len(args)):
+        if name in keywords:
+            bound[name] = keywords[name]
+        elif position < required:
+            raise TypeError(f"{method}() missing required argument {name!r} (pos {position + 1})")
+    for position, name in enumerate(names[: len(args)]):
+        if name in keywords:
+            raise TypeError(
+                f"argument for {method}() given by name ({name!r}) and position ({position + 1})"
+            )
+    for name in keywords:
+        if name not in names:
+            raise TypeError(f"{name!r} is an invalid keyword argument for {method}()")
+    return bound
+
+
+_SCANNING = ("string", "pos", "endpos")
+
+
+def _scanned(method: str, args: tuple[Any, ...], keywords: dict[str, Any]) -> tuple[Any, ...]:
+    """``match``, ``search``, ``fullmatch``, ``findall`` and ``finditer``: the text, and the
+    span of it to scan."""
+    given = _bound(method, _SCANNING, 1, args, keywords)
+    return _text(given["string"]), given.get("pos", 0), given.get("endpos", sys.maxsize)
+
+
+def _text(string: Any) -> Any:
+    """The text a pattern reads: a string or bytes-like object (re's words for anything else)."""
+    if not isinstance(string, str | bytes | bytearray | memoryview):
+        raise TypeError(f"expected string or bytes-like object, got {type(string).__name__!r}")
+    return string
 
 
 def _group_keys(groups: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -345,6 +417,10 @@ def re_members(guards: Guards) -> dict[str, Any]:
     def escape(pattern: Any) -> Any:
         return regex.escape(exact_value(pattern))
 
+    def purge() -> None:
+        """The compiled patterns are cached by the engine for the whole process: none of
+        them is the script's to drop, and nothing a script sees depends on them."""
+
     members.update(
         NOFLAG=0,
         error=regex.error,
@@ -352,6 +428,7 @@ def re_members(guards: Guards) -> dict[str, Any]:
         Match=MATCH_TYPE,
         compile=compile,
         escape=escape,
+        purge=purge,
         match=match,
         search=search,
         fullmatch=fullmatch,
