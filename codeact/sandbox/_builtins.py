@@ -146,6 +146,37 @@ def check_count(name: str, args: tuple[Any, ...], least: int, most: int) -> None
         raise TypeError(f"{name} expected {expected}{bound} argument{plural}, got {len(args)}")
 
 
+def clinic_arguments(
+    method: str,
+    names: tuple[str, ...],
+    required: int,
+    args: tuple[Any, ...],
+    keywords: dict[str, Any],
+) -> dict[str, Any]:
+    """A C function's arguments by name, bound as Argument Clinic binds them (by position or
+    by name, the first ``required`` needed), refused in CPython's words."""
+    most, given = len(names), len(args) + len(keywords)
+    if given > most:
+        kind = "" if args else "keyword "
+        plural = "" if most == 1 else "s"
+        raise TypeError(f"{method}() takes at most {most} {kind}argument{plural} ({given} given)")
+    bound = dict(zip(names, args, strict=False))  # no more args than names: counted above
+    for position, name in enumerate(names[len(args) :], start=len(args)):
+        if name in keywords:
+            bound[name] = keywords[name]
+        elif position < required:
+            raise TypeError(f"{method}() missing required argument {name!r} (pos {position + 1})")
+    for position, name in enumerate(names[: len(args)]):
+        if name in keywords:
+            raise TypeError(
+                f"argument for {method}() given by name ({name!r}) and position ({position + 1})"
+            )
+    for name in keywords:
+        if name not in names:
+            raise TypeError(f"{name!r} is an invalid keyword argument for {method}()")
+    return bound
+
+
 def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Callable[..., Any]:
     """A guard under a builtin's name, refusing wrong argument counts as the builtin does."""
 
@@ -212,4 +243,4 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
     return table
 
 
-__all__ = ["check_count", "safe_builtins"]
+__all__ = ["check_count", "clinic_arguments", "safe_builtins"]

@@ -34,6 +34,7 @@ from ._limits import Limits
 from ._ownership import (
     BASE_CLASSES,
     DUNDER_DATA,
+    DUNDERS_SHOWN,
     GENERIC_BASES,
     HOST_METHOD_NAMES,
     HOST_METHODS,
@@ -250,6 +251,14 @@ class Guards:
     @recursion_safe  # reads, and returns what it found
     def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
         if name in READABLE_DUNDERS:  # __name__, __qualname__, __doc__: plain strings only
+            reader = DUNDERS_SHOWN.get(type(obj))  # the exact type: never a script's class
+            if reader is not None:  # a module stand-in's name, which it does not hold
+                try:
+                    return reader(obj, name)
+                except AttributeError:
+                    if default is not _MISSING:
+                        return default
+                    raise
             value = getattr(obj, name, _MISSING)
             if value is _MISSING:  # getattr('x', '__name__', 'x'): the default, as in CPython
                 if default is not _MISSING:

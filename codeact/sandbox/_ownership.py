@@ -120,6 +120,13 @@ SHOWN: dict[type, Any] = {}
 # ``Optional`` is ``_SpecialForm``, of ``List[int]`` ``_GenericAlias``): instance -> stand-in.
 SHOWN_BY_VALUE: dict[type, Callable[[Any], Any]] = {}
 
+# Host types that answer ``__name__`` and ``__doc__`` for scripts through a reader of
+# their own, keyed by the exact type: a module stand-in has no ``__name__`` attribute (the
+# interpreter's ``from m import x`` would read it to look a submodule up among the host's
+# modules), yet a script reads its module's name. A reader returns a str or None, or
+# raises AttributeError in CPython's words.
+DUNDERS_SHOWN: dict[type, Callable[[Any, str], str | None]] = {}
+
 # Stand-in bases that build a class of another shape (``typing.NamedTuple``): each maps
 # the class statement's name, bases and namespace to the bases and namespace to use.
 CLASS_BUILDERS: dict[type, Any] = {}
@@ -299,6 +306,7 @@ def _is_shared(kind: type, name: str) -> bool:
 __all__ = [
     "BASE_CLASSES",
     "CLASS_BUILDERS",
+    "DUNDERS_SHOWN",
     "GENERIC_BASES",
     "HOST_METHODS",
     "PLAIN_TYPES",

@@ -300,10 +300,15 @@ def eager_or_ticking(
     return make
 
 
-def python_reduce(function: Callable[[Any, Any], Any], iterable: Any, *initial: Any) -> Any:
-    """``functools.reduce`` as a Python loop: each step is bytecode a limit can stop."""
-    if len(initial) > 1:
-        raise TypeError(f"reduce expected at most 3 arguments, got {2 + len(initial)}")
+def reduce(*args: Any, **keywords: Any) -> Any:
+    """``functools.reduce`` as a Python loop: each step is bytecode a limit can stop. Its
+    arguments are positional only, counted in CPython's words."""
+    if keywords:
+        raise TypeError("reduce() takes no keyword arguments")
+    if not 2 <= len(args) <= 3:
+        bound = "at least 2" if len(args) < 2 else "at most 3"
+        raise TypeError(f"reduce expected {bound} arguments, got {len(args)}")
+    function, iterable, *initial = args
     items = iter(iterable)
     if initial:
         value = initial[0]

@@ -30,29 +30,29 @@ _CONTAINERS = (collections.deque, collections.OrderedDict, collections.defaultdi
 
 
 @recursion_safe  # builds only its own copy
-def copy(value: Any) -> Any:
-    """A shallow copy."""
-    kind = type(value)
+def copy(x: Any) -> Any:
+    """A shallow copy (``x``: copy's own parameter name, which a call may give)."""
+    kind = type(x)
     if kind in _ATOMIC:
-        return value
+        return x
     if kind in (list, dict, set, bytearray):
-        return kind(value)
-    if kind in _CONTAINERS or isinstance(value, collections.Counter):
-        return _rebuild(value, list(value.items()) if hasattr(value, "items") else list(value))
+        return kind(x)
+    if kind in _CONTAINERS or isinstance(x, collections.Counter):
+        return _rebuild(x, list(x.items()) if hasattr(x, "items") else list(x))
     if is_script_class(kind):
         own = _own_method(kind, "__copy__")
-        return own(value) if own is not None else _copy_object(value, lambda item: item)
-    return _opaque(value)
+        return own(x) if own is not None else _copy_object(x, lambda item: item)
+    return _opaque(x)
 
 
 @recursion_safe  # builds only its own copies and fills the script's memo
-def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
-    """A deep copy; ``memo`` may only be a plain dict the script made."""
+def deepcopy(x: Any, memo: dict[int, Any] | None = None) -> Any:
+    """A deep copy of ``x``; ``memo`` may only be a plain dict the script made."""
     if memo is None:
         memo = {}
     elif type(memo) is not dict:
         raise TypeError("deepcopy() memo must be a dict")
-    return _deep(value, memo)
+    return _deep(x, memo)
 
 
 @recursion_safe  # builds only its own copies and fills the script's memo

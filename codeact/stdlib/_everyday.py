@@ -284,8 +284,13 @@ def _operator_members(guards: Guards) -> dict[str, Any]:
             return lambda obj: read(obj, names[0])
         return lambda obj: tuple(read(obj, name) for name in names)
 
-    def methodcaller(name: str, /, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
-        return lambda obj: guards.getattr(obj, name)(*args, **kwargs)
+    def methodcaller(*args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+        if not args:
+            raise TypeError("methodcaller needs at least one argument, the method name")
+        name, *rest = args
+        if type(name) is not str:
+            raise TypeError("method name must be a string")
+        return lambda obj: guards.getattr(obj, name)(*rest, **kwargs)
 
     def setitem(obj: Any, key: Any, value: Any) -> None:
         guards.write(obj)[key] = value

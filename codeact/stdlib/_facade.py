@@ -11,6 +11,7 @@ import types
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from ..sandbox._ownership import DUNDERS_SHOWN
 from ..sandbox._work_bounds import ticking, ticking_factory
 
 
@@ -76,6 +77,22 @@ class Facade:
     def __reduce__(self) -> Any:
         raise TypeError("a sandboxed module cannot be pickled")
 
+
+def _module_dunder(facade: Facade, name: str) -> str | None:
+    """A facade's ``__name__`` and ``__doc__`` as scripts read them: the real module's (the
+    facade holds neither: see ``Facade``)."""
+    own: str = object.__getattribute__(facade, "_name")
+    real = sys.modules.get(own)
+    if name == "__name__":
+        shown = getattr(real, "__name__", own)  # os.path is posixpath
+        return shown if type(shown) is str else own
+    if name == "__doc__":
+        doc = getattr(real, "__doc__", None)
+        return doc if type(doc) is str else None
+    raise AttributeError(f"module {own!r} has no attribute {name!r}")
+
+
+DUNDERS_SHOWN[Facade] = _module_dunder
 
 _OWN_MODULES = ("codeact.",)  # the runtime's own modules, whose names scripts never see
 

@@ -44,7 +44,7 @@ from typing import Any
 import regex
 
 from ..contract._exceptions import ToolError
-from ..sandbox._builtins import guarded_type
+from ..sandbox._builtins import clinic_arguments, guarded_type
 from ..sandbox._errors import LimitExceeded, SecurityViolation, recursion_safe
 from ..sandbox._guards import (
     LRU_CACHE_WRAPPER,
@@ -71,7 +71,7 @@ from ..sandbox._work_bounds import (
     check_gcd,
     exact_index,
     interruptible,
-    python_reduce,
+    reduce,
     ticking,
     ticking_factory,
     with_interruptible_callbacks,
@@ -231,6 +231,12 @@ def _wraps(wrapped: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callab
         return copy_names(wrapper)
 
     return decorate
+
+
+def _cmp_to_key(*args: Any, **keywords: Any) -> Any:
+    """``functools.cmp_to_key``, whose comparison C calls back per item: made interruptible."""
+    mycmp = clinic_arguments("cmp_to_key", ("mycmp",), 1, args, keywords)["mycmp"]
+    return functools.cmp_to_key(interruptible(mycmp))
 
 
 def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -539,8 +545,8 @@ def _static_facades() -> dict[str, Facade]:
             {
                 **pick(functools, "partial lru_cache cache cached_property"),
                 # reduce and cmp_to_key call back per item from C: a Python loop, a Python call
-                "reduce": python_reduce,
-                "cmp_to_key": lambda mycmp: functools.cmp_to_key(interruptible(mycmp)),
+                "reduce": reduce,
+                "cmp_to_key": _cmp_to_key,
                 "total_ordering": _on_script_classes(functools.total_ordering),
                 "wraps": _wraps,
                 "singledispatch": singledispatch,

@@ -22,6 +22,7 @@ from typing import Any
 
 import regex
 
+from ..sandbox._builtins import clinic_arguments
 from ..sandbox._errors import LimitExceeded
 from ..sandbox._guards import Guards, OpaqueType
 from ..sandbox._ownership import SHOWN, exact_value, register_readable
@@ -112,7 +113,7 @@ class Pattern:
         return map(self._made, self._timed("finditer", *_scanned("finditer", args, keywords)))
 
     def split(self, *args: Any, **keywords: Any) -> list[Any]:
-        given = _bound("split", ("string", "maxsplit"), 1, args, keywords)
+        given = clinic_arguments("split", ("string", "maxsplit"), 1, args, keywords)
         string = _text(given["string"])
         maxsplit = exact_value(given.get("maxsplit", 0))
         found: list[Any] = self._timed("split", string, maxsplit=maxsplit)
@@ -125,7 +126,7 @@ class Pattern:
         return self._substituted("subn", args, keywords)
 
     def _substituted(self, name: str, args: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
-        given = _bound(name, ("repl", "string", "count"), 2, args, keywords)
+        given = clinic_arguments(name, ("repl", "string", "count"), 2, args, keywords)
         string = _text(given["string"])
         replacement = self._replacement(given["repl"], string)
         return self._timed(name, replacement, string, count=exact_value(given.get("count", 0)))
@@ -246,11 +247,11 @@ class Match:
         return self._found[_group_keys((group,))[0]]
 
     def groups(self, *args: Any, **keywords: Any) -> tuple[Any, ...]:
-        default = _bound("groups", ("default",), 0, args, keywords).get("default")
+        default = clinic_arguments("groups", ("default",), 0, args, keywords).get("default")
         return tuple(self._found.groups(default))
 
     def groupdict(self, *args: Any, **keywords: Any) -> dict[str, Any]:
-        default = _bound("groupdict", ("default",), 0, args, keywords).get("default")
+        default = clinic_arguments("groupdict", ("default",), 0, args, keywords).get("default")
         return dict(self._found.groupdict(default))
 
     def span(self, *group: Any, **keywords: Any) -> tuple[int, int]:
@@ -304,44 +305,13 @@ def _one_group(method: str, group: tuple[Any, ...], keywords: dict[str, Any]) ->
     return group or (0,)
 
 
-def _bound(
-    method: str,
-    names: tuple[str, ...],
-    required: int,
-    args: tuple[Any, ...],
-    keywords: dict[str, Any],
-) -> dict[str, Any]:
-    """A method's arguments by name, bound as re's C methods bind theirs (by position or by
-    name, the first ``required`` needed), refused in their words."""
-    most, given = len(names), len(args) + len(keywords)
-    if given > most:
-        kind = "" if args else "keyword "
-        plural = "" if most == 1 else "s"
-        raise TypeError(f"{method}() takes at most {most} {kind}argument{plural} ({given} given)")
-    bound = dict(zip(names, args, strict=False))  # no more args than names: counted above
-    for position, name in enumerate(names[len(args) :], start=len(args)):
-        if name in keywords:
-            bound[name] = keywords[name]
-        elif position < required:
-            raise TypeError(f"{method}() missing required argument {name!r} (pos {position + 1})")
-    for position, name in enumerate(names[: len(args)]):
-        if name in keywords:
-            raise TypeError(
-                f"argument for {method}() given by name ({name!r}) and position ({position + 1})"
-            )
-    for name in keywords:
-        if name not in names:
-            raise TypeError(f"{name!r} is an invalid keyword argument for {method}()")
-    return bound
-
-
 _SCANNING = ("string", "pos", "endpos")
 
 
 def _scanned(method: str, args: tuple[Any, ...], keywords: dict[str, Any]) -> tuple[Any, ...]:
     """``match``, ``search``, ``fullmatch``, ``findall`` and ``finditer``: the text, and the
     span of it to scan."""
-    given = _bound(method, _SCANNING, 1, args, keywords)
+    given = clinic_arguments(method, _SCANNING, 1, args, keywords)
     return _text(given["string"]), given.get("pos", 0), given.get("endpos", sys.maxsize)
 
 

@@ -221,9 +221,9 @@ def get_args(kind: Any) -> tuple[Any, ...]:
     return ()
 
 
-def cast(kind: Any, value: Any) -> Any:
-    """``typing.cast``: the value, unchanged."""
-    return value
+def cast(typ: Any, val: Any) -> Any:
+    """``typing.cast``: the value, unchanged (typing's parameter names, which calls may give)."""
+    return val
 
 
 def _form_repr(arg: Any) -> str:
@@ -436,7 +436,7 @@ def _identity(value: Any, *rest: Any, **options: Any) -> Any:
     return value
 
 
-def _new_type(name: str, kind: Any) -> Any:
+def _new_type(name: str, tp: Any) -> Any:
     def new_type(value: Any) -> Any:
         return value
 
