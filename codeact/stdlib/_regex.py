@@ -429,9 +429,11 @@ def fnmatch_members(re_facade: Any) -> dict[str, Any]:
             raise TypeError("fnmatch.translate takes a pattern as a string in scripts")
         return fnmatch.translate(pat)
 
-    # POSIX: a name's case is its own, so fnmatch is fnmatchcase
+    def fnmatch_name(name: Any, pat: Any) -> bool:
+        return fnmatchcase(name, pat)  # POSIX: a name's case is its own
+
     return {
-        "fnmatch": fnmatchcase,
+        "fnmatch": fnmatch_name,
         "fnmatchcase": fnmatchcase,
         "filter": filter_names,
         "translate": translate,

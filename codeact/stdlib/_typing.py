@@ -432,8 +432,26 @@ def _build_protocol(name: str, bases: tuple[Any, ...], namespace: Any, **keyword
     return rest or (object,), namespace
 
 
-def _identity(value: Any, *rest: Any, **options: Any) -> Any:
-    return value
+# typing's decorators and checks that give back what they are given, each a function of
+# its own with typing's parameters (a facade names each function by its member's name).
+def _overload(func: Any) -> Any:
+    return func
+
+
+def _final(f: Any) -> Any:
+    return f
+
+
+def _no_type_check(arg: Any) -> Any:
+    return arg
+
+
+def _assert_type(val: Any, typ: Any, /) -> Any:
+    return val
+
+
+def _reveal_type(obj: Any, /) -> Any:
+    return obj
 
 
 def _new_type(name: str, tp: Any) -> Any:
@@ -509,12 +527,12 @@ def typing_members() -> dict[str, Any]:
         TypedDict=_Shaped("TypedDict", TypedDictBase),
         Protocol=_Shaped("Protocol", ProtocolBase),
         NewType=_new_type,
-        overload=_identity,
-        final=_identity,
+        overload=_overload,
+        final=_final,
         runtime_checkable=runtime_checkable,
-        no_type_check=_identity,
-        assert_type=_identity,
-        reveal_type=_identity,
+        no_type_check=_no_type_check,
+        assert_type=_assert_type,
+        reveal_type=_reveal_type,
     )
     return members
 
