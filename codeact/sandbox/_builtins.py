@@ -190,6 +190,23 @@ def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Calla
     return Builtin(builtin, name)
 
 
+def _bound_by_name(
+    guard: Callable[..., Any], name: str, names: tuple[str, ...], required: int
+) -> Builtin:
+    """A guard under a builtin's name whose arguments go by position or by name, bound and
+    refused as CPython binds the builtin's (``round(number=2.5)``, ``pow(2, exp=3)``); an
+    optional argument not given reaches the guard as None, its default there."""
+
+    @recursion_safe  # binds, then relays
+    def builtin(*args: Any, **keywords: Any) -> Any:
+        if not keywords and required <= len(args) <= len(names):
+            return guard(*args)
+        given = clinic_arguments(name, names, required, args, keywords)
+        return guard(*(given.get(n) for n in names))
+
+    return Builtin(builtin, name)
+
+
 _MAP = ticking_factory(builtins.map)
 _FILTER = ticking_factory(with_interruptible_callbacks(builtins.filter, positions=(0,)))
 _ZIP = eager_or_ticking(builtins.zip)
@@ -223,9 +240,9 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "sorted": Builtin(with_interruptible_callbacks(sorted, names=("key",)), "sorted"),
             "min": Builtin(with_interruptible_callbacks(min, names=("key",)), "min"),
             "max": Builtin(with_interruptible_callbacks(max, names=("key",)), "max"),
-            "iter": Builtin(guards.iterate, "iter"),
-            "pow": Builtin(guards.power, "pow"),
-            "round": Builtin(guards.round_value, "round"),
+            "iter": _named(guards.iterate, "iter", 1, 2),
+            "pow": _bound_by_name(guards.power, "pow", ("base", "exp", "mod"), 2),
+            "round": _bound_by_name(guards.round_value, "round", ("number", "ndigits"), 1),
             "divmod": _named(guards.divmod, "divmod", 2, 2),
             "format": _named(guards.format_value, "format", 1, 2),
             "ToolError": ToolError,  # shown as codeact.ToolError, its public name

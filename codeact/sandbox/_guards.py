@@ -1170,8 +1170,12 @@ class ScriptFormatter:
     def vformat(self, template: str, args: Any, kwargs: Any) -> str:
         if type(template) is not str:
             template = str.__str__(template)
+        return self._formatted(template, args, kwargs, 0)[0]
+
+    def _formatted(self, template: str, args: Any, kwargs: Any, auto: int) -> tuple[str, int]:
+        """The text, and the automatic field number reached: a spec's own fields go on
+        numbering from the field they belong to (``'{:{}}'`` takes two arguments)."""
         parts: list[str] = []
-        auto = 0
         total = 0
         for literal, field, spec, conversion in _string.formatter_parser(template):
             parts.append(literal)
@@ -1183,18 +1187,20 @@ class ScriptFormatter:
                 raise ValueError("cannot switch from automatic field numbering to manual")
             value = self._field(field, args, kwargs)
             if spec and "{" in spec:
-                spec = self.vformat(spec, args, kwargs)
+                spec, auto = self._formatted(spec, args, kwargs, auto)
             text = self._guards.format_spec(value, ord(conversion) if conversion else -1, spec)
             total += len(text) + len(literal)
             self._guards._check_items(total, "")
             parts.append(text)
-        return "".join(parts)
+        return "".join(parts), auto
 
     def parse(self, template: str) -> list[tuple[str, str | None, str | None, str | None]]:
         return list(_string.formatter_parser(template))
 
     def _field(self, field: str, args: Any, kwargs: Any) -> Any:
         first, rest = _string.formatter_field_name_split(field)
+        if isinstance(first, int) and first >= len(args):  # CPython's words, not the tuple's
+            raise IndexError(f"Replacement index {first} out of range for positional args tuple")
         obj = args[first] if isinstance(first, int) else kwargs[first]
         for is_attribute, key in rest:
             obj = self._guards.getattr(obj, key) if is_attribute else operator.getitem(obj, key)
