@@ -152,27 +152,37 @@ def clinic_arguments(
     required: int,
     args: tuple[Any, ...],
     keywords: dict[str, Any],
+    *,
+    positional_only: int = 0,
 ) -> dict[str, Any]:
     """A C function's arguments by name, bound as Argument Clinic binds them (by position or
-    by name, the first ``required`` needed), refused in CPython's words."""
+    by name, the first ``required`` needed, the first ``positional_only`` by position
+    alone), refused in CPython's words."""
     most, given = len(names), len(args) + len(keywords)
     if given > most:
         kind = "" if args else "keyword "
         plural = "" if most == 1 else "s"
         raise TypeError(f"{method}() takes at most {most} {kind}argument{plural} ({given} given)")
+    least = min(required, positional_only)
+    if len(args) < least:
+        how = "at least" if least < most else "exactly"
+        plural = "" if least == 1 else "s"
+        raise TypeError(
+            f"{method}() takes {how} {least} positional argument{plural} ({len(args)} given)"
+        )
     bound = dict(zip(names, args, strict=False))  # no more args than names: counted above
     for position, name in enumerate(names[len(args) :], start=len(args)):
-        if name in keywords:
+        if name in keywords and position >= positional_only:
             bound[name] = keywords[name]
         elif position < required:
             raise TypeError(f"{method}() missing required argument {name!r} (pos {position + 1})")
-    for position, name in enumerate(names[: len(args)]):
+    for position, name in enumerate(names[positional_only : len(args)], start=positional_only):
         if name in keywords:
             raise TypeError(
                 f"argument for {method}() given by name ({name!r}) and position ({position + 1})"
             )
     for name in keywords:
-        if name not in names:
+        if name not in names[positional_only:]:
             raise TypeError(f"{name!r} is an invalid keyword argument for {method}()")
     return bound
 
@@ -191,18 +201,26 @@ def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Calla
 
 
 def _bound_by_name(
-    guard: Callable[..., Any], name: str, names: tuple[str, ...], required: int
+    guard: Callable[..., Any],
+    name: str,
+    names: tuple[str, ...],
+    required: int,
+    *,
+    positional_only: int = 0,
 ) -> Builtin:
     """A guard under a builtin's name whose arguments go by position or by name, bound and
-    refused as CPython binds the builtin's (``round(number=2.5)``, ``pow(2, exp=3)``); an
-    optional argument not given reaches the guard as None, its default there."""
+    refused as CPython binds the builtin's (``round(number=2.5)``, ``pow(2, exp=3)``); the
+    guard is given them by position, up to the last one given (only a last argument of
+    these builtins is optional, so none is skipped)."""
 
     @recursion_safe  # binds, then relays
     def builtin(*args: Any, **keywords: Any) -> Any:
         if not keywords and required <= len(args) <= len(names):
             return guard(*args)
-        given = clinic_arguments(name, names, required, args, keywords)
-        return guard(*(given.get(n) for n in names))
+        given = clinic_arguments(
+            name, names, required, args, keywords, positional_only=positional_only
+        )
+        return guard(*(given[n] for n in names if n in given))
 
     return Builtin(builtin, name)
 
@@ -228,7 +246,7 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "range": guarded_type(range, guards.make_range),
             "bytes": guarded_type(bytes, guards.make_bytes),
             "bytearray": guarded_type(bytearray, guards.make_bytearray),
-            "sum": Builtin(guards.sum, "sum"),
+            "sum": _bound_by_name(guards.sum, "sum", ("iterable", "start"), 1, positional_only=1),
             # map and filter call arbitrary functions per item: re-yielded from Python, so a
             # C consumer (sum, max, list) can be interrupted, and nesting is Python recursion
             "map": guarded_type(map, _MAP),

@@ -614,7 +614,9 @@ class Guards:
             raise LimitExceeded("integer size", f"round(..., {places:,}) is too large")
         return round(number, places)
 
-    def make_range(self, *args: int) -> Any:
+    def make_range(self, *args: int, **keywords: Any) -> Any:
+        if keywords:
+            raise TypeError("range() takes no keyword arguments")
         span = range(*args)
         try:
             small = len(span) <= self.limits.max_eager_range

@@ -358,8 +358,8 @@ def build_class(name: Any, bases: tuple[type, ...], namespace: dict[str, Any], *
 
 def functional_enum(
     base: type,
-    name: Any,
-    names: Any,
+    value: Any,
+    names: Any = None,
     *,
     module: Any = None,
     qualname: Any = None,
@@ -372,13 +372,18 @@ def functional_enum(
     statement binding those members would make, values as EnumType's own form gives them."""
     if boundary is not None:  # a class keyword read by EnumType: host code's option
         raise SecurityViolation("an enum's boundary is not offered in scripts")
+    if names is None:  # Color(1, module=...): a lookup, as EnumType's (its keywords unread)
+        return base(value)  # type: ignore[no-any-return]
     namespace: dict[str, Any] = dict(_enum_members(base, names, start))
     if module is not None:
         namespace["__module__"] = module
     if qualname is not None:
         namespace["__qualname__"] = qualname
     bases = (base,) if type is None else (type, base)
-    return build_class(name, bases, namespace)
+    return build_class(value, bases, namespace)
+
+
+functional_enum.__qualname__ = "EnumType.__call__"  # whose refusals of arguments it words
 
 
 def _enum_members(base: type, names: Any, start: Any) -> list[tuple[str, Any]]:

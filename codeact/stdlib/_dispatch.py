@@ -145,9 +145,9 @@ def _is_union(annotation: Any) -> bool:
     return type(annotation) is TypingForm and annotation._name in ("Union", "Optional")
 
 
-def singledispatch(function: Callable[..., Any]) -> SingleDispatch:
-    """``functools.singledispatch``."""
-    return SingleDispatch(function)
+def singledispatch(func: Callable[..., Any]) -> SingleDispatch:
+    """``functools.singledispatch`` (``func``: its own parameter's name)."""
+    return SingleDispatch(func)
 
 
 __all__ = ["SingleDispatch", "singledispatch"]

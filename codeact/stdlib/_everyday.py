@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..sandbox._builtins import guarded_type
-from ..sandbox._errors import LimitExceeded, may_suppress
+from ..sandbox._errors import LimitExceeded, may_suppress, recursion_safe
 from ..sandbox._guards import Builtin, Guards
 from ..sandbox._ownership import (
     SHOWN,
@@ -274,15 +274,22 @@ def _operator_members(guards: Guards) -> dict[str, Any]:
         "matmul call",
     )
 
-    def attrgetter(*names: str) -> Callable[[Any], Any]:
+    def attrgetter(*names: Any, **keywords: Any) -> Callable[[Any], Any]:
+        if keywords:
+            raise TypeError("attrgetter() takes no keyword arguments")
+        if not names:
+            raise TypeError("attrgetter expected 1 argument, got 0")
+        if any(type(name) is not str for name in names):
+            raise TypeError("attribute name must be a string")
+
         def read(obj: Any, path: str) -> Any:
             for part in path.split("."):
                 obj = guards.getattr(obj, part)
             return obj
 
         if len(names) == 1:
-            return lambda obj: read(obj, names[0])
-        return lambda obj: tuple(read(obj, name) for name in names)
+            return _named_getter(lambda obj: read(obj, names[0]), "attrgetter")
+        return _named_getter(lambda obj: tuple(read(obj, name) for name in names), "attrgetter")
 
     def methodcaller(*args: Any, **kwargs: Any) -> Callable[[Any], Any]:
         if not args:
@@ -290,7 +297,7 @@ def _operator_members(guards: Guards) -> dict[str, Any]:
         name, *rest = args
         if type(name) is not str:
             raise TypeError("method name must be a string")
-        return lambda obj: guards.getattr(obj, name)(*rest, **kwargs)
+        return _named_getter(lambda obj: guards.getattr(obj, name)(*rest, **kwargs), "methodcaller")
 
     def setitem(obj: Any, key: Any, value: Any) -> None:
         guards.write(obj)[key] = value
@@ -309,20 +316,44 @@ def _operator_members(guards: Guards) -> dict[str, Any]:
     members.update(
         attrgetter=attrgetter,
         methodcaller=methodcaller,
-        setitem=setitem,
-        delitem=delitem,
-        mul=Builtin(guards.mul, "mul"),
-        pow=Builtin(guards.power, "pow"),
-        lshift=Builtin(guards.lshift, "lshift"),
         rshift=operator.rshift,
-        mod=Builtin(guards.mod, "mod"),
-        floordiv=Builtin(guards.floordiv, "floordiv"),
-        concat=concat,
-        iconcat=inplace("+="),
     )
-    for name, op in _INPLACE_NAMES.items():
-        members[name] = inplace(op)
+    written: dict[str, tuple[Callable[..., Any], int]] = {
+        "setitem": (setitem, 3),
+        "delitem": (delitem, 2),
+        "mul": (guards.mul, 2),
+        "pow": (guards.power, 2),
+        "lshift": (guards.lshift, 2),
+        "mod": (guards.mod, 2),
+        "floordiv": (guards.floordiv, 2),
+        "concat": (concat, 2),
+        "iconcat": (inplace("+="), 2),
+    }
+    written |= {name: (inplace(op), 2) for name, op in _INPLACE_NAMES.items()}
+    for name, (call, count) in written.items():
+        members[name] = _operator_function(call, name, count)
     return members
+
+
+def _named_getter(getter: Callable[[Any], Any], name: str) -> Callable[[Any], Any]:
+    """A getter made here, named as the operator class that makes it (never the runtime's
+    function that holds it)."""
+    getter.__name__ = getter.__qualname__ = name
+    return getter
+
+
+def _operator_function(call: Callable[..., Any], name: str, count: int) -> Builtin:
+    """An operator function written here, taking its arguments as operator's own does."""
+
+    @recursion_safe  # counts its arguments, then relays
+    def counted(*args: Any, **keywords: Any) -> Any:
+        if keywords:
+            raise TypeError(f"_operator.{name}() takes no keyword arguments")
+        if len(args) != count:
+            raise TypeError(f"{name} expected {count} arguments, got {len(args)}")
+        return call(*args)
+
+    return Builtin(counted, name)
 
 
 # contextlib ----------------------------------------------------------------------------
@@ -491,9 +522,11 @@ def _script_context(source: decimal.Context) -> Context:
     )
 
 
-def _sized_decimal(value: Any = "0", context: Any = None) -> decimal.Decimal:
+def _sized_decimal(*args: Any, **keywords: Any) -> decimal.Decimal:
     """``Decimal(value)``: exact, as the real one, within the exponents a context allows
     scripts (a decimal is made exactly whatever the context; its integer is not cheap)."""
+    given = _decimal_arguments(args, keywords)
+    value, context = given.get("value", "0"), given.get("context")
     made = decimal.Decimal(value) if context is None else decimal.Decimal(value, context)
     if made.is_finite():
         _check_exponent(made.adjusted())
@@ -501,6 +534,24 @@ def _sized_decimal(value: Any = "0", context: Any = None) -> decimal.Decimal:
         _check_exponent(shape.exponent)
         _check_exponent(len(shape.digits))
     return made
+
+
+def _decimal_arguments(args: tuple[Any, ...], keywords: dict[str, Any]) -> dict[str, Any]:
+    """``Decimal``'s ``value`` and ``context``, refused in its own (older) words."""
+    names = ("value", "context")
+    if len(args) + len(keywords) > len(names):
+        raise TypeError(f"function takes at most 2 arguments ({len(args) + len(keywords)} given)")
+    given = dict(zip(names, args, strict=False))
+    for name in keywords:
+        if name not in names:
+            raise TypeError(f"{name!r} is an invalid keyword argument for this function")
+        if name in given:
+            position = names.index(name) + 1
+            raise TypeError(
+                f"argument for function given by name ({name!r}) and position ({position})"
+            )
+        given[name] = keywords[name]
+    return given
 
 
 Decimal = seal(guarded_type(decimal.Decimal, _sized_decimal))

@@ -240,7 +240,8 @@ def _cmp_to_key(*args: Any, **keywords: Any) -> Any:
 
 
 def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    def guarded(*args: Any) -> Any:
+    def guarded(*args: Any, **keywords: Any) -> Any:
+        _no_keywords(fn.__name__, keywords)
         args = tuple(map(exact_index, args))  # what fn takes: one __index__ call, checked
         if any(type(a) is int and a > limit for a in args):
             raise LimitExceeded(what, f"{fn.__name__}() arguments above {limit:,} are not allowed")
@@ -251,7 +252,8 @@ def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any
 
 
 def _sized_gcd(function: Callable[..., int]) -> Callable[..., int]:
-    def sized(*numbers: Any) -> int:
+    def sized(*numbers: Any, **keywords: Any) -> int:
+        _no_keywords(function.__name__, keywords)
         numbers = tuple(map(exact_index, numbers))
         check_gcd(*numbers)
         return function(*numbers)
@@ -259,16 +261,31 @@ def _sized_gcd(function: Callable[..., int]) -> Callable[..., int]:
     return sized
 
 
-def _sized_isqrt(n: Any) -> int:
+def _no_keywords(name: str, keywords: dict[str, Any]) -> None:
+    if keywords:
+        raise TypeError(f"math.{name}() takes no keyword arguments")
+
+
+def _sized_isqrt(*args: Any, **keywords: Any) -> int:
     # Newton steps of long divisions: 4 s in one C call on a 3.8-million-bit integer
-    n = exact_index(n)
+    _no_keywords("isqrt", keywords)
+    if len(args) != 1:
+        raise TypeError(f"math.isqrt() takes exactly one argument ({len(args)} given)")
+    n = exact_index(args[0])
     if isinstance(n, int) and int.bit_length(n) ** 2 > 2 * MAX_DIVISION_WORK:
         raise LimitExceeded("integer size", "isqrt of an integer this large takes too long")
     return math.isqrt(n)
 
 
-def _prod(iterable: Any, *, start: Any = 1) -> Any:
-    total = start
+def _prod(*args: Any, **keywords: Any) -> Any:
+    if len(args) + len(keywords) > 2:  # prod(iterable, /, *, start=1), in math's words
+        raise TypeError(f"prod() takes at most 2 arguments ({len(args) + len(keywords)} given)")
+    if len(args) != 1:
+        raise TypeError(f"prod() takes exactly 1 positional argument ({len(args)} given)")
+    for name in keywords:
+        if name != "start":
+            raise TypeError(f"{name!r} is an invalid keyword argument for prod()")
+    iterable, total = args[0], keywords.get("start", 1)
     for item in iterable:
         total *= item
         if isinstance(total, int) and int.bit_length(total) > 4_000_000:
@@ -362,20 +379,20 @@ for _json_function in (
 
 
 @recursion_safe  # sets only its own keyword arguments before json's
-def _json_loads(text: Any, **options: Any) -> Any:
+def _json_loads(s: Any, **options: Any) -> Any:
     # the C scanner calls each hook per object or number: a C hook would run unstoppably
     for name in _JSON_HOOKS:
         if name in options:
             options[name] = interruptible(options[name])
-    return json.loads(text, **options)
+    return json.loads(s, **options)
 
 
 @recursion_safe  # sets only its own keyword arguments before json's
-def _json_dumps(value: Any, *, cls: Any = None, **options: Any) -> str:
+def _json_dumps(obj: Any, *, cls: Any = None, **options: Any) -> str:
     if cls is not None:  # the script's encoder class: made and asked as json.dumps does
         if not (isinstance(cls, type) and issubclass(cls, JSONEncoder)):
             raise TypeError("json.dumps(cls=...) takes a subclass of json.JSONEncoder in scripts")
-        return cls(**options).encode(value)
+        return cls(**options).encode(obj)
     if "default" in options:  # called per value JSON cannot encode, from C
         options["default"] = interruptible(options["default"])
     indent = exact_index(options.get("indent"))
@@ -385,7 +402,7 @@ def _json_dumps(value: Any, *, cls: Any = None, **options: Any) -> str:
         isinstance(indent, str) and len(indent) > MAX_JSON_INDENT
     ):  # an indent repeats at every nesting level of every line
         raise LimitExceeded("json indent", f"json.dumps(indent=...) above {MAX_JSON_INDENT:,}")
-    return json.dumps(value, **options)
+    return json.dumps(obj, **options)
 
 
 class JSONEncoder:

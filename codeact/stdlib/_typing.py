@@ -366,6 +366,9 @@ def _functional_named_tuple(typename: Any, fields: Any = None, /, **kwargs: Any)
     return build_class(typename, (NamedTupleBase,), {"__annotations__": annotations})
 
 
+_functional_named_tuple.__qualname__ = "NamedTuple"  # as its argument errors name it
+
+
 def _functional_typed_dict(
     typename: Any, fields: Any = None, /, *, total: Any = True, **kwargs: Any
 ) -> Any:
