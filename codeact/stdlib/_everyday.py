@@ -54,7 +54,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..sandbox._builtins import guarded_type
+from ..sandbox._builtins import check_count, clinic_arguments, guarded_type
 from ..sandbox._errors import LimitExceeded, may_suppress, recursion_safe
 from ..sandbox._guards import Builtin, Guards
 from ..sandbox._ownership import (
@@ -173,24 +173,40 @@ def _struct_members(guards: Guards) -> dict[str, Any]:
             )
         return made
 
-    def pack(fmt: Any, /, *values: Any) -> bytes:
-        return compiled(fmt).pack(*values)
+    # each takes its arguments as _struct's own C function does, refused in its words
+    def pack(*args: Any, **keywords: Any) -> bytes:
+        _no_struct_keywords("pack", keywords)
+        if not args:
+            raise TypeError("missing format argument")
+        return compiled(args[0]).pack(*args[1:])
 
-    def unpack(fmt: Any, buffer: Any, /) -> tuple[Any, ...]:
-        return compiled(fmt).unpack(buffer)
+    def unpack(*args: Any, **keywords: Any) -> tuple[Any, ...]:
+        _no_struct_keywords("unpack", keywords)
+        check_count("unpack", args, 2, 2)
+        return compiled(args[0]).unpack(args[1])
 
-    def unpack_from(fmt: Any, /, buffer: Any, offset: int = 0) -> tuple[Any, ...]:
-        return compiled(fmt).unpack_from(buffer, offset)
+    def unpack_from(*args: Any, **keywords: Any) -> tuple[Any, ...]:
+        names = ("format", "buffer", "offset")
+        given = clinic_arguments("unpack_from", names, 2, args, keywords, positional_only=1)
+        return compiled(given["format"]).unpack_from(given["buffer"], given.get("offset", 0))
 
-    def iter_unpack(fmt: Any, buffer: Any, /) -> Iterator[tuple[Any, ...]]:
-        return ticking(compiled(fmt).iter_unpack(buffer))
+    def iter_unpack(*args: Any, **keywords: Any) -> Iterator[tuple[Any, ...]]:
+        _no_struct_keywords("iter_unpack", keywords)
+        check_count("iter_unpack", args, 2, 2)
+        return ticking(compiled(args[0]).iter_unpack(args[1]))
 
-    def calcsize(fmt: Any, /) -> int:
-        fmt = exact_value(fmt)
+    def calcsize(*args: Any, **keywords: Any) -> int:
+        _no_struct_keywords("calcsize", keywords)
+        if len(args) != 1:
+            raise TypeError(f"_struct.calcsize() takes exactly one argument ({len(args)} given)")
+        fmt = exact_value(args[0])
         _check_format_codes(fmt)
         return struct.calcsize(fmt)
 
-    stand_in = guarded_type(struct.Struct, compiled, without=("pack_into",))
+    def make_struct(*args: Any, **keywords: Any) -> struct.Struct:
+        return compiled(clinic_arguments("Struct", ("format",), 1, args, keywords)["format"])
+
+    stand_in = guarded_type(struct.Struct, make_struct, without=("pack_into",))
     guards.shown[struct.Struct] = stand_in  # type(s) is struct.Struct
     return {
         "pack": pack,
@@ -201,6 +217,11 @@ def _struct_members(guards: Guards) -> dict[str, Any]:
         "Struct": stand_in,
         "error": struct.error,
     }
+
+
+def _no_struct_keywords(name: str, keywords: dict[str, Any]) -> None:
+    if keywords:
+        raise TypeError(f"_struct.{name}() takes no keyword arguments")
 
 
 # time ----------------------------------------------------------------------------------

@@ -4,9 +4,9 @@ Every member is listed by name. Left out on purpose: anything that returns a
 module, touches files, processes, the network or the clock's sleep; anything that
 evaluates strings as code (``typing.get_type_hints`` is the sandbox's own, which reads an
 annotation's text without running it: ``_type_hints.py``); anything that reads
-attributes by name behind the guard's back (``operator.attrgetter``,
-``functools.update_wrapper`` with custom names); ``collections.UserString`` and
-``string.Formatter`` (format-string traversal) and ``uuid.uuid1`` (host identity).
+attributes by name behind the guard's back (``functools.update_wrapper`` with custom
+names; ``operator.attrgetter`` and ``string.Formatter`` are the sandbox's own, reading
+through the guard); ``collections.UserString`` and ``uuid.uuid1`` (host identity).
 ``re.purge`` clears nothing (the real one clears the cache every session shares).
 ``typing`` and ``copy`` are the sandbox's own (``_typing.py``, ``_copy.py``), and class
 decorators that write to a class (``dataclass``, ``total_ordering``, ``wraps``) only ever
@@ -44,7 +44,7 @@ from typing import Any
 import regex
 
 from ..contract._exceptions import ToolError
-from ..sandbox._builtins import clinic_arguments, guarded_type
+from ..sandbox._builtins import check_count, clinic_arguments, guarded_type
 from ..sandbox._errors import LimitExceeded, SecurityViolation, recursion_safe
 from ..sandbox._guards import (
     LRU_CACHE_WRAPPER,
@@ -161,11 +161,36 @@ class ScriptRandom(random.Random):
         return "<random.Random object>"
 
 
-def _namedtuple(typename: str, field_names: Any, **kwargs: Any) -> type:
-    kwargs.setdefault("module", "__main__")  # the script's class, not this module's
-    cls = collections.namedtuple(typename, field_names, **kwargs)  # type: ignore[misc]
+def _namedtuple(
+    typename: str,
+    field_names: Any,
+    *,
+    rename: bool = False,
+    defaults: Any = None,
+    module: Any = None,
+) -> type:
+    module = "__main__" if module is None else module  # the script's class, not this module's
+    make: Callable[..., type] = collections.namedtuple  # called with the script's values
+    cls = make(typename, field_names, rename=rename, defaults=defaults, module=module)
     SCRIPT_CLASSES.add(cls)
     return cls
+
+
+def _formatter_maker(guards: Guards) -> Callable[..., ScriptFormatter]:
+    def Formatter(*args: Any, **keywords: Any) -> ScriptFormatter:  # string's own name
+        if args or keywords:
+            raise TypeError("Formatter() takes no arguments")
+        return ScriptFormatter(guards)
+
+    return Formatter
+
+
+def _tee(*args: Any, **keywords: Any) -> tuple[Iterator[Any], ...]:
+    """``itertools.tee``, each copy ticking (its arguments refused in itertools' words)."""
+    if keywords:
+        raise TypeError("itertools.tee() takes no keyword arguments")
+    check_count("tee", args, 1, 2)
+    return tuple(ticking(copy) for copy in itertools.tee(*args))
 
 
 ENUM_BASES = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum")
@@ -554,7 +579,7 @@ def _static_facades() -> dict[str, Facade]:
                         lambda iterables: ticking(itertools.chain.from_iterable(iterables))
                     ),
                 ),
-                "tee": lambda iterable, n=2: tuple(ticking(i) for i in itertools.tee(iterable, n)),
+                "tee": _tee,
             },
         ),
         "functools": Facade(
@@ -838,7 +863,7 @@ def session_facades(
                 "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits "
                 "punctuation printable whitespace capwords Template",
             ),
-            "Formatter": lambda: ScriptFormatter(guards),
+            "Formatter": _formatter_maker(guards),
         },
     )
     facades["re"] = Facade("re", re_members(guards))
