@@ -173,7 +173,9 @@ class ScriptTask(asyncio.Task):  # type: ignore[type-arg]
         return f"<Task {state} name={self.get_name()!r}>"
 
 
-ScriptTask.__module__, ScriptTask.__qualname__ = "asyncio", "Task"
+# named as CPython's task class is (its type's repr, its name in a script's f-strings)
+ScriptTask.__module__ = "_asyncio"
+ScriptTask.__name__ = ScriptTask.__qualname__ = "Task"
 
 
 async def _reporting(loop: ScriptEventLoop, coro: Any) -> Any:

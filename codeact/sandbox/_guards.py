@@ -1568,6 +1568,17 @@ class OpaqueType:
         raise TypeError("a type cannot be pickled in scripts")
 
 
+def _opaque_dunder(shown: OpaqueType, name: str) -> str | None:
+    """A stand-in's ``__name__``, ``__qualname__`` and ``__module__`` as the type it stands
+    for shows them (``_asyncio.Task``), its ``__doc__`` none."""
+    _, shown_name, module = _OPAQUE_REAL[id(shown)]
+    if name == "__module__":
+        return module or "builtins"
+    return None if name == "__doc__" else shown_name
+
+
+DUNDERS_SHOWN[OpaqueType] = _opaque_dunder
+
 _TYPE_MODULE = vars(type)["__module__"].__get__
 
 

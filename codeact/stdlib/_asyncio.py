@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..sandbox._async import NOT_AWAITABLE, ScriptEventLoop, ScriptTask, running_script_loop
-from ..sandbox._guards import Guards
-from ..sandbox._ownership import register_base, register_readable
+from ..sandbox._guards import Guards, OpaqueType
+from ..sandbox._ownership import SHOWN, register_base, register_readable
 from ._facade import Facade, pick
 from ._recorded import clock
 
@@ -281,7 +281,7 @@ def asyncio_members(guards: Guards) -> dict[str, Any]:
             )
         }
     )
-    members.update(run=run, gather=gather, TaskGroup=TaskGroup)
+    members.update(run=run, gather=gather, TaskGroup=TaskGroup, Task=TASK_TYPE, Future=FUTURE_TYPE)
     members.update(_loop_members(run))
     return members
 
@@ -298,6 +298,14 @@ _TASK_NAMES = (
     "set_name",
     "cancelling",
 )
+
+# What asyncio.Task and asyncio.Future are to scripts, and what type() shows for one:
+# isinstance answers and annotations, nothing to build with (tasks come from create_task,
+# futures from the loop's create_future)
+TASK_TYPE = OpaqueType(asyncio.Task, "Task", "_asyncio")
+FUTURE_TYPE = OpaqueType(asyncio.Future, "Future", "_asyncio")
+SHOWN[ScriptTask] = SHOWN[asyncio.Task] = TASK_TYPE
+SHOWN[asyncio.Future] = FUTURE_TYPE
 
 register_readable(asyncio.Task, ScriptTask, names=_TASK_NAMES)
 # a future the script made (loop.create_future()) is the script's to settle
