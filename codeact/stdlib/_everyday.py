@@ -283,6 +283,7 @@ _INPLACE_NAMES = {
         ("and", "&"),
         ("or", "|"),
         ("xor", "^"),
+        ("matmul", "@"),
     )
 }
 
@@ -735,7 +736,10 @@ def static_everyday_facades() -> dict[str, Facade]:
         "collections.abc": collections_abc,
         "urllib.parse": parse,
         "urllib": Facade("urllib", {"parse": parse}),
-        "io": Facade("io", {"StringIO": StringIO, "BytesIO": BytesIO}),
+        "io": Facade(
+            "io",
+            {"StringIO": StringIO, "BytesIO": BytesIO, **pick(io, "SEEK_SET SEEK_CUR SEEK_END")},
+        ),
         "csv": Facade(
             "csv",
             {
@@ -837,9 +841,6 @@ def static_everyday_facades() -> dict[str, Facade]:
                 "suppress": suppress,
             },
         ),
-        "types": Facade(
-            "types", {"SimpleNamespace": types.SimpleNamespace, "NoneType": type(None)}
-        ),
         "abc": Facade("abc", pick(abc, "ABC abstractmethod")),
         "numbers": Facade("numbers", pick(numbers, "Number Complex Real Rational Integral")),
     }
@@ -858,7 +859,47 @@ def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
         ),
         "pprint": Facade("pprint", _pprint_members(guards)),
         "struct": Facade("struct", _struct_members(guards)),
+        "types": Facade("types", _types_members(guards)),
     }
+
+
+def _types_members(guards: Guards) -> dict[str, Any]:
+    """``types``: SimpleNamespace, and the classes of what scripts hold (functions,
+    generators, coroutines, modules) as ``type()`` shows them to this session's scripts,
+    for isinstance and ``is`` (a stand-in builds nothing)."""
+
+    def generator() -> Iterator[None]:
+        yield
+
+    async def coroutine() -> None:
+        pass
+
+    async def async_generator() -> Any:
+        yield
+
+    class Sample:
+        def method(self) -> None:
+            pass
+
+    awaited = coroutine()
+    awaited.close()  # never run: only its type is read
+    samples = {
+        "FunctionType": generator,
+        "LambdaType": generator,
+        "MethodType": Sample().method,
+        "BuiltinFunctionType": len,
+        "BuiltinMethodType": [].append,
+        "GeneratorType": generator(),
+        "CoroutineType": awaited,
+        "AsyncGeneratorType": async_generator(),
+    }
+    members: dict[str, Any] = {name: guards.type_of(value) for name, value in samples.items()}
+    members.update(
+        SimpleNamespace=types.SimpleNamespace,
+        NoneType=type(None),
+        ModuleType=guards.opaque_type(Facade, "module"),
+    )
+    return members
 
 
 def _register() -> None:

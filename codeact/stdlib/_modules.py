@@ -19,6 +19,7 @@ import base64
 import bisect
 import collections
 import contextlib
+import copy
 import dataclasses
 import datetime
 import decimal
@@ -534,7 +535,7 @@ def _static_facades() -> dict[str, Facade]:
         ),
         "datetime": Facade(
             "datetime",
-            pick(datetime, "date datetime time timedelta timezone tzinfo MINYEAR MAXYEAR"),
+            pick(datetime, "date datetime time timedelta timezone tzinfo MINYEAR MAXYEAR UTC"),
         ),
         "collections": Facade(
             "collections",
@@ -585,7 +586,10 @@ def _static_facades() -> dict[str, Facade]:
         "functools": Facade(
             "functools",
             {
-                **pick(functools, "partial lru_cache cache cached_property"),
+                **pick(
+                    functools,
+                    "partial lru_cache cache cached_property WRAPPER_ASSIGNMENTS WRAPPER_UPDATES",
+                ),
                 # reduce and cmp_to_key call back per item from C: a Python loop, a Python call
                 "reduce": reduce,
                 "cmp_to_key": _cmp_to_key,
@@ -683,7 +687,10 @@ def _static_facades() -> dict[str, Facade]:
             )
             | {"normalize": _normalize},
         ),
-        "copy": Facade("copy", {"copy": script_copy.copy, "deepcopy": script_copy.deepcopy}),
+        "copy": Facade(
+            "copy",
+            {"copy": script_copy.copy, "deepcopy": script_copy.deepcopy, "Error": copy.Error},
+        ),
         # get_type_hints reads forms: its module imports _typing, never the other way round
         "typing": Facade("typing", {**typing_members(), "get_type_hints": get_type_hints}),
         "enum": Facade(
@@ -805,7 +812,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
-        "struct",
+        *("struct", "types"),
         *("traceback", "dataclasses", "logging", "warnings", "fnmatch", "hashlib"),
     }
 )

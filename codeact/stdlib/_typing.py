@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc as abc
+import contextlib
 import types
 from typing import Any
 
@@ -324,6 +325,24 @@ _ORIGINS: dict[str, Any] = {
     "TypeGuard": None,
     "ParamSpec": None,
     "Concatenate": None,
+    "KeysView": abc.KeysView,
+    "ItemsView": abc.ItemsView,
+    "ValuesView": abc.ValuesView,
+    "MappingView": abc.MappingView,
+    "ByteString": abc.ByteString,
+    "ContextManager": contextlib.AbstractContextManager,
+    "AsyncContextManager": contextlib.AbstractAsyncContextManager,
+    # annotations only here (typing's own are classes and protocols of their own)
+    "IO": None,
+    "TextIO": None,
+    "BinaryIO": None,
+    "SupportsInt": None,
+    "SupportsFloat": None,
+    "SupportsComplex": None,
+    "SupportsBytes": None,
+    "SupportsIndex": None,
+    "SupportsAbs": None,
+    "SupportsRound": None,
 }
 
 

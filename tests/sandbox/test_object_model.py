@@ -577,7 +577,10 @@ REVIEWED_C_MEMBERS = {
     "sys": "getsizeof",  # __sizeof__ of the object: a script class cannot define it
     "time": "asctime ctime gmtime localtime mktime monotonic monotonic_ns perf_counter "
     "perf_counter_ns thread_time thread_time_ns time time_ns",
-    "types": "NoneType SimpleNamespace",
+    # what type() shows for a script's generator, coroutine or method: the generator
+    # classes cannot be called, and a method made with MethodType calls its function only
+    # when the script calls the method
+    "types": "NoneType SimpleNamespace AsyncGeneratorType CoroutineType GeneratorType MethodType",
     "unicodedata": "bidirectional category combining decimal decomposition digit "
     "east_asian_width is_normalized lookup mirrored name numeric",
     "zlib": "adler32 compress crc32",
@@ -596,6 +599,7 @@ REVIEWED_CALLBACK_PARAMETERS = {
     "difflib.SequenceMatcher": "isjunk",
     "functools.cached_property": "func",
     "textwrap.indent": "predicate",
+    "types.MethodType": "function",  # called once per call of the method, as the script's
     "tomllib.load": "parse_float",
     "tomllib.loads": "parse_float",
     # named like callbacks, but not called: a mapping's key, a key for a hash, a function

@@ -146,7 +146,7 @@ NOT_VALUES = frozenset({"super", "__build_class__", "__import__"})
 SEED_SCRIPT = """
 import collections, dataclasses, datetime, decimal, enum, fractions, functools, itertools
 import json, math, random, re, statistics, string, textwrap, typing, uuid, difflib, copy
-import hashlib
+import hashlib, types
 class Box:
     def __init__(self):
         self.items = [1]
@@ -572,6 +572,7 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox(crawled: Crawled) -
     assert any(path.endswith(".__missing__") for path, _ in reached)  # a defaultdict's
     assert any(path.endswith(".purge") for path, _ in reached)  # re's, called in the call pass
     assert any(path.endswith(".Task") for path, _ in reached)  # asyncio's stand-in for its class
+    assert any(path.endswith(".GeneratorType") for path, _ in reached)  # types', as type() shows
     assert len(reached) < MAX_OBJECTS  # and ended with nothing left, not at its bound
 
 
