@@ -661,7 +661,8 @@ def _static_facades() -> dict[str, Facade]:
                 base64,
                 "b64encode b64decode urlsafe_b64encode urlsafe_b64decode standard_b64encode "
                 "standard_b64decode b32encode b32decode b32hexencode b32hexdecode b16encode "
-                "b16decode b85encode b85decode a85encode a85decode MAXBINSIZE MAXLINESIZE",
+                "b16decode b85encode b85decode a85encode a85decode MAXBINSIZE MAXLINESIZE "
+                "encodebytes decodebytes",
             ),
         ),
         "uuid": Facade(
