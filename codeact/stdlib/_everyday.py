@@ -865,8 +865,19 @@ def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
 
 def _types_members(guards: Guards) -> dict[str, Any]:
     """``types``: SimpleNamespace, and the classes of what scripts hold (functions,
-    generators, coroutines, modules) as ``type()`` shows them to this session's scripts,
-    for isinstance and ``is`` (a stand-in builds nothing)."""
+    generators, coroutines, methods, modules) as ``type()`` shows them to this session's
+    scripts, for isinstance and ``is``: nothing ``type(x)`` did not already give."""
+    members: dict[str, Any] = {name: guards.type_of(value) for name, value in _SAMPLES.items()}
+    members.update(
+        SimpleNamespace=types.SimpleNamespace,
+        NoneType=type(None),
+        ModuleType=guards.opaque_type(Facade, "module"),
+    )
+    return members
+
+
+def _samples() -> dict[str, Any]:
+    """One object of each kind ``types`` names, made once: only their types are read."""
 
     def generator() -> Iterator[None]:
         yield
@@ -882,8 +893,8 @@ def _types_members(guards: Guards) -> dict[str, Any]:
             pass
 
     awaited = coroutine()
-    awaited.close()  # never run: only its type is read
-    samples = {
+    awaited.close()  # never run
+    return {
         "FunctionType": generator,
         "LambdaType": generator,
         "MethodType": Sample().method,
@@ -893,13 +904,9 @@ def _types_members(guards: Guards) -> dict[str, Any]:
         "CoroutineType": awaited,
         "AsyncGeneratorType": async_generator(),
     }
-    members: dict[str, Any] = {name: guards.type_of(value) for name, value in samples.items()}
-    members.update(
-        SimpleNamespace=types.SimpleNamespace,
-        NoneType=type(None),
-        ModuleType=guards.opaque_type(Facade, "module"),
-    )
-    return members
+
+
+_SAMPLES = _samples()
 
 
 def _register() -> None:

@@ -191,7 +191,7 @@ def _tee(*args: Any, **keywords: Any) -> tuple[Iterator[Any], ...]:
     if keywords:
         raise TypeError("itertools.tee() takes no keyword arguments")
     check_count("tee", args, 1, 2)
-    return tuple(ticking(copy) for copy in itertools.tee(*args))
+    return tuple(ticking(branch) for branch in itertools.tee(*args))
 
 
 ENUM_BASES = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum")
