@@ -200,29 +200,42 @@ def _named(guard: Callable[..., Any], name: str, least: int, most: int) -> Calla
     return Builtin(builtin, name)
 
 
-def _bound_by_name(
+def _rebound(
     guard: Callable[..., Any],
     name: str,
     names: tuple[str, ...],
     required: int,
     *,
     positional_only: int = 0,
-) -> Builtin:
-    """A guard under a builtin's name whose arguments go by position or by name, bound and
-    refused as CPython binds the builtin's (``round(number=2.5)``, ``pow(2, exp=3)``); the
+) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """What a builtin does with arguments its guard would not take: binds them as CPython
+    binds the builtin's (``pow(2, exp=3)``), refusing in its words what it refuses; the
     guard is given them by position, up to the last one given (only a last argument of
     these builtins is optional, so none is skipped)."""
 
     @recursion_safe  # binds, then relays
-    def builtin(*args: Any, **keywords: Any) -> Any:
-        if not keywords and required <= len(args) <= len(names):
-            return guard(*args)
+    def rebound(args: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
         given = clinic_arguments(
             name, names, required, args, keywords, positional_only=positional_only
         )
         return guard(*(given[n] for n in names if n in given))
 
-    return Builtin(builtin, name)
+    return rebound
+
+
+def _miscounted(
+    name: str, least: int, most: int
+) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """What a builtin of positional arguments says of arguments its guard would not take."""
+
+    @recursion_safe  # refuses
+    def refuse(args: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
+        if keywords:
+            raise TypeError(f"{name}() takes no keyword arguments")
+        check_count(name, args, least, most)
+        raise TypeError(f"{name}() got arguments it does not take")  # not reached: counted
+
+    return refuse
 
 
 _MAP = ticking_factory(builtins.map)
@@ -246,7 +259,11 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "range": guarded_type(range, guards.make_range),
             "bytes": guarded_type(bytes, guards.make_bytes),
             "bytearray": guarded_type(bytearray, guards.make_bytearray),
-            "sum": _bound_by_name(guards.sum, "sum", ("iterable", "start"), 1, positional_only=1),
+            "sum": Builtin(
+                guards.sum,
+                "sum",
+                _rebound(guards.sum, "sum", ("iterable", "start"), 1, positional_only=1),
+            ),
             # map and filter call arbitrary functions per item: re-yielded from Python, so a
             # C consumer (sum, max, list) can be interrupted, and nesting is Python recursion
             "map": guarded_type(map, _MAP),
@@ -258,9 +275,15 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
             "sorted": Builtin(with_interruptible_callbacks(sorted, names=("key",)), "sorted"),
             "min": Builtin(with_interruptible_callbacks(min, names=("key",)), "min"),
             "max": Builtin(with_interruptible_callbacks(max, names=("key",)), "max"),
-            "iter": _named(guards.iterate, "iter", 1, 2),
-            "pow": _bound_by_name(guards.power, "pow", ("base", "exp", "mod"), 2),
-            "round": _bound_by_name(guards.round_value, "round", ("number", "ndigits"), 1),
+            "iter": Builtin(guards.iterate, "iter", _miscounted("iter", 1, 2)),
+            "pow": Builtin(
+                guards.power, "pow", _rebound(guards.power, "pow", ("base", "exp", "mod"), 2)
+            ),
+            "round": Builtin(
+                guards.round_value,
+                "round",
+                _rebound(guards.round_value, "round", ("number", "ndigits"), 1),
+            ),
             "divmod": _named(guards.divmod, "divmod", 2, 2),
             "format": _named(guards.format_value, "format", 1, 2),
             "ToolError": ToolError,  # shown as codeact.ToolError, its public name

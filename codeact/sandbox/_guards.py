@@ -524,7 +524,7 @@ class Guards:
         return self.getattr(obj, name)(*args, **kwargs)
 
     @recursion_safe  # the size checks and operators below change nothing of their own
-    def mul(self, a: Any, b: Any) -> Any:
+    def mul(self, a: Any, b: Any, /) -> Any:
         kind_a, kind_b = type(a), type(b)
         if kind_a is float or kind_b is float:
             return a * b
@@ -532,24 +532,25 @@ class Guards:
         return a * b
 
     @recursion_safe
-    def power(self, a: Any, b: Any, modulo: Any = None) -> Any:
-        if modulo is not None:  # modular exponentiation: one long C call, sized before it runs
-            if isinstance(b, int) and isinstance(modulo, int):
-                mod_bits = abs(int.__index__(modulo)).bit_length()
-                exp_bits = abs(int.__index__(b)).bit_length()
+    def power(self, base: Any, exp: Any, mod: Any = None) -> Any:
+        """``**`` and ``pow`` (pow's own parameter names: a call may give them)."""
+        if mod is not None:  # modular exponentiation: one long C call, sized before it runs
+            if isinstance(exp, int) and isinstance(mod, int):
+                mod_bits = abs(int.__index__(mod)).bit_length()
+                exp_bits = abs(int.__index__(exp)).bit_length()
                 if mod_bits > MAX_MODULUS_BITS or mod_bits * exp_bits > MAX_MODPOW_WORK:
                     raise LimitExceeded("integer size", "pow() with a modulus this large")
-            return pow(a, b, modulo)
-        self._check_pow(a, b)
-        return a**b
+            return pow(base, exp, mod)
+        self._check_pow(base, exp)
+        return base**exp
 
     @recursion_safe
-    def lshift(self, a: Any, b: Any) -> Any:
+    def lshift(self, a: Any, b: Any, /) -> Any:
         a, b = self._sized_shift(a, b)
         return a << b
 
     @recursion_safe
-    def mod(self, a: Any, b: Any) -> Any:
+    def mod(self, a: Any, b: Any, /) -> Any:
         if isinstance(a, str | bytes | bytearray):
             self._check_percent_format(a, b)
         else:
@@ -557,7 +558,7 @@ class Guards:
         return a % b
 
     @recursion_safe
-    def floordiv(self, a: Any, b: Any) -> Any:
+    def floordiv(self, a: Any, b: Any, /) -> Any:
         check_division(a, b)
         return a // b
 
@@ -993,15 +994,30 @@ class Builtin:  # type() shows builtins.builtin_function_or_method
     """A builtin the runtime implements, as a script holds it: a name and a call, nothing
     to read (a bound method of the guards would show, and hand over, the guards)."""
 
-    __slots__ = ("_call", "_name")
+    __slots__ = ("_call", "_name", "_refusal")
 
-    def __init__(self, call: Callable[..., Any], name: str) -> None:
+    def __init__(
+        self,
+        call: Callable[..., Any],
+        name: str,
+        refusal: Callable[[tuple[Any, ...], dict[str, Any]], Any] | None = None,
+    ) -> None:
+        """``refusal``: given the arguments ``call`` would not take, it refuses them in the
+        builtin's words, or calls ``call`` with them bound as the builtin binds them."""
         self._call = call
         self._name = name
+        self._refusal = refusal
 
     @recursion_safe  # a relay
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._call(*args, **kwargs)
+        try:
+            return self._call(*args, **kwargs)
+        except TypeError as error:
+            # refused by the call itself, before any frame of the callee began (no cost to
+            # a call that binds): answered in the builtin's words
+            if self._refusal is None or error.__traceback__.tb_next is not None:  # type: ignore[union-attr]
+                raise
+        return self._refusal(args, kwargs)
 
     @property
     def __name__(self) -> str:

@@ -321,19 +321,22 @@ def _operator_members(guards: Guards) -> dict[str, Any]:
             raise TypeError("method name must be a string")
         return _named_getter(lambda obj: guards.getattr(obj, name)(*rest, **kwargs), "methodcaller")
 
-    def setitem(obj: Any, key: Any, value: Any) -> None:
+    def setitem(obj: Any, key: Any, value: Any, /) -> None:
         guards.write(obj)[key] = value
 
-    def delitem(obj: Any, key: Any) -> None:
+    def delitem(obj: Any, key: Any, /) -> None:
         del guards.write(obj)[key]
 
-    def concat(a: Any, b: Any) -> Any:
+    def concat(a: Any, b: Any, /) -> Any:
         if not hasattr(a, "__getitem__"):
             raise TypeError(f"'{type(a).__name__}' object can't be concatenated")
         return guards.inplace("+=", a[:] if isinstance(a, list) else a, b)
 
     def inplace(op: str) -> Callable[[Any, Any], Any]:
-        return lambda a, b: guards.inplace(op, a, b)
+        return lambda a, b, /: guards.inplace(op, a, b)
+
+    def power(base: Any, exp: Any, /) -> Any:  # the builtin pow's guard takes keywords
+        return guards.power(base, exp)
 
     members.update(
         attrgetter=attrgetter,
@@ -344,7 +347,7 @@ def _operator_members(guards: Guards) -> dict[str, Any]:
         "setitem": (setitem, 3),
         "delitem": (delitem, 2),
         "mul": (guards.mul, 2),
-        "pow": (guards.power, 2),
+        "pow": (power, 2),
         "lshift": (guards.lshift, 2),
         "mod": (guards.mod, 2),
         "floordiv": (guards.floordiv, 2),
@@ -365,17 +368,16 @@ def _named_getter(getter: Callable[[Any], Any], name: str) -> Callable[[Any], An
 
 
 def _operator_function(call: Callable[..., Any], name: str, count: int) -> Builtin:
-    """An operator function written here, taking its arguments as operator's own does."""
+    """An operator function written here (its parameters positional only), refusing what
+    it does not take as operator's own does."""
 
-    @recursion_safe  # counts its arguments, then relays
-    def counted(*args: Any, **keywords: Any) -> Any:
+    @recursion_safe  # refuses
+    def refuse(args: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
         if keywords:
             raise TypeError(f"_operator.{name}() takes no keyword arguments")
-        if len(args) != count:
-            raise TypeError(f"{name} expected {count} arguments, got {len(args)}")
-        return call(*args)
+        raise TypeError(f"{name} expected {count} arguments, got {len(args)}")
 
-    return Builtin(counted, name)
+    return Builtin(call, name, refuse)
 
 
 # contextlib ----------------------------------------------------------------------------
