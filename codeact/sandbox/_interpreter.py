@@ -70,7 +70,7 @@ from ._pending import CALLS, Pending, PreviewStop, marked, refuse_forged_mark
 from ._printed import Printed
 from ._script_classes import swap_class_builder
 from ._sealed import seal_module_classes
-from ._string_code import string_code_builtins
+from ._string_code import given_namespace, string_code_builtins
 from ._transformer import RESULT_NAME
 
 ToolCaller = Callable[[str, dict[str, JsonValue]], JsonValue]
@@ -717,11 +717,21 @@ class Sandbox:
         entries a script could rebind)."""
         frame = sys._getframe(2)  # past the Builtin that holds this method
         scope = frame.f_globals if frame.f_code.co_filename in SCRIPT_FILES else self.globals
+        given = given_namespace(scope)  # code given a dict by exec: that dict, as CPython's
+        if given is not None:
+            return given
         return {k: v for k, v in scope.items() if not is_internal_name(k)}
 
     def _locals_snapshot(self) -> dict[str, Any]:
-        """``locals()``: a copy of the calling script frame's names; no other frame's."""
-        return self._frame_names(sys._getframe(2), "locals()")  # past the Builtin
+        """``locals()``: a copy of the calling script frame's names; no other frame's (the
+        dict exec was given, where code runs in one)."""
+        frame = sys._getframe(2)  # past the Builtin
+        optimized = frame.f_code.co_flags & inspect.CO_OPTIMIZED  # a function: its names a copy
+        if frame.f_code.co_filename in SCRIPT_FILES and not optimized:
+            given = given_namespace(frame.f_locals)  # a module or class body's own dict
+            if given is not None:
+                return given
+        return self._frame_names(frame, "locals()")
 
     def _vars(self, *obj: Any) -> dict[str, Any]:
         """``vars()`` is ``locals()``; ``vars(x)`` the guard's."""

@@ -5,7 +5,8 @@ script's thread, under its limits; it can name nothing the script could not have
 The guards it compiles to are always the sandbox's own: a namespace the script passes is
 never the one the code runs in. The code runs in a private copy that holds the guards
 (the script's dict, or a mapping of its own, could otherwise hand the code a ``_write_``
-of the script's making while it runs), and what it bound is copied back.
+of the script's making while it runs), and what it bound is copied back; ``globals()``
+and ``locals()`` in it answer with the script's own dict, brought up to date first.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from ._ownership import is_internal_name
 
 _OPTIMIZED = 0x1  # CO_OPTIMIZED: a function's frame, whose locals are a snapshot
 _PLAIN_TEXT = (str, bytes)
+# The dicts a script gave eval or exec, by the private copy the code runs in, while it
+# runs (id -> (copy, given)): globals() and locals() there answer with the script's own
+# dict, brought up to date, as CPython's answer with the dict itself.
+_GIVEN: dict[int, tuple[dict[str, Any], dict[Any, Any]]] = {}
 
 
 def string_code_builtins(limits: Limits) -> dict[str, Builtin]:
@@ -121,15 +126,32 @@ def _run(run: Any, code: CodeType, caller: FrameType, given_globals: Any, given_
         # the sandbox's guards, builtins and scope mark, never any of the script's naming
         run_globals.update((k, v) for k, v in caller.f_globals.items() if is_internal_name(k))
     run_locals = None if given_locals is None else _names_of(_as_dict(given_locals))
+    given: list[tuple[dict[str, Any], dict[Any, Any]]] = []
+    if given_globals is not None:
+        given.append((run_globals, given_globals))
+    if run_locals is not None:
+        given.append((run_locals, given_locals))
+    _GIVEN.update((id(names), (names, mine)) for names, mine in given)
     try:
         if run_locals is None:
             return run(code, run_globals)
         return run(code, run_globals, run_locals)
     finally:
-        if given_globals is not None:
-            _copy_back(run_globals, given_globals)
-        if run_locals is not None:
-            _copy_back(run_locals, given_locals)
+        for names, _ in given:  # all, before a copy back can raise
+            del _GIVEN[id(names)]
+        for names, mine in given:
+            _copy_back(names, mine)
+
+
+@recursion_safe  # brings the script's own dict up to date, as the run's end does
+def given_namespace(names: dict[str, Any]) -> dict[Any, Any] | None:
+    """The dict a script gave eval or exec for ``names`` (the copy code runs in), brought
+    up to date with it; None for any other namespace."""
+    found = _GIVEN.get(id(names))
+    if found is None or found[0] is not names:
+        return None
+    _copy_back(names, found[1])
+    return found[1]
 
 
 @recursion_safe  # reads only
@@ -185,4 +207,4 @@ def _is_mapping(obj: Any) -> bool:
     return any("__getitem__" in vars(k) for k in type(obj).__mro__)
 
 
-__all__ = ["string_code_builtins"]
+__all__ = ["given_namespace", "string_code_builtins"]

@@ -170,3 +170,23 @@ async def test_sessions_running_strings_at_once_keep_their_own_names(kind: str) 
     assert values == {f"session-{n}": [n * 100 + step for step in range(runs)] for n in range(8)}
     if isinstance(executor, ProcessExecutor):
         assert not executor.workers
+
+
+def test_the_dicts_given_to_exec_are_let_go_when_the_code_ends() -> None:
+    """globals() and locals() in code given a dict answer with that dict while the code
+    runs; when it ends, raised or not, the runtime keeps nothing of it for them."""
+    from codeact.sandbox import _string_code
+    from codeact.stdlib import standard_sandbox
+
+    outcome = standard_sandbox().run(
+        "g, h, l = {}, {}, {}\n"
+        "exec('r = globals()', g)\n"
+        "try:\n"
+        "    exec('r = locals()\\nx = 1 / 0', h, l)\n"
+        "except ZeroDivisionError:\n"
+        "    pass\n"
+        "[g['r'] is g, l['r'] is l, 'r' in h]"
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [True, True, False]
+    assert _string_code._GIVEN == {}
