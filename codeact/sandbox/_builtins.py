@@ -146,6 +146,13 @@ def check_count(name: str, args: tuple[Any, ...], least: int, most: int) -> None
         raise TypeError(f"{name} expected {expected}{bound} argument{plural}, got {len(args)}")
 
 
+@recursion_safe  # reads only
+def no_keywords(qualified: str, keywords: dict[str, Any]) -> None:
+    """A C function's refusal of keyword arguments, under the name its errors give it."""
+    if keywords:
+        raise TypeError(f"{qualified}() takes no keyword arguments")
+
+
 def clinic_arguments(
     method: str,
     names: tuple[str, ...],
@@ -301,4 +308,4 @@ def safe_builtins(guards: Guards, importer: Callable[..., Any]) -> dict[str, Any
     return table
 
 
-__all__ = ["check_count", "clinic_arguments", "safe_builtins"]
+__all__ = ["check_count", "clinic_arguments", "no_keywords", "safe_builtins"]

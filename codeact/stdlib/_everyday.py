@@ -54,7 +54,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..sandbox._builtins import check_count, clinic_arguments, guarded_type
+from ..sandbox._builtins import check_count, clinic_arguments, guarded_type, no_keywords
 from ..sandbox._errors import LimitExceeded, may_suppress, recursion_safe
 from ..sandbox._guards import Builtin, Guards
 from ..sandbox._ownership import (
@@ -175,13 +175,13 @@ def _struct_members(guards: Guards) -> dict[str, Any]:
 
     # each takes its arguments as _struct's own C function does, refused in its words
     def pack(*args: Any, **keywords: Any) -> bytes:
-        _no_struct_keywords("pack", keywords)
+        no_keywords("_struct.pack", keywords)
         if not args:
             raise TypeError("missing format argument")
         return compiled(args[0]).pack(*args[1:])
 
     def unpack(*args: Any, **keywords: Any) -> tuple[Any, ...]:
-        _no_struct_keywords("unpack", keywords)
+        no_keywords("_struct.unpack", keywords)
         check_count("unpack", args, 2, 2)
         return compiled(args[0]).unpack(args[1])
 
@@ -191,12 +191,12 @@ def _struct_members(guards: Guards) -> dict[str, Any]:
         return compiled(given["format"]).unpack_from(given["buffer"], given.get("offset", 0))
 
     def iter_unpack(*args: Any, **keywords: Any) -> Iterator[tuple[Any, ...]]:
-        _no_struct_keywords("iter_unpack", keywords)
+        no_keywords("_struct.iter_unpack", keywords)
         check_count("iter_unpack", args, 2, 2)
         return ticking(compiled(args[0]).iter_unpack(args[1]))
 
     def calcsize(*args: Any, **keywords: Any) -> int:
-        _no_struct_keywords("calcsize", keywords)
+        no_keywords("_struct.calcsize", keywords)
         if len(args) != 1:
             raise TypeError(f"_struct.calcsize() takes exactly one argument ({len(args)} given)")
         fmt = exact_value(args[0])
@@ -217,11 +217,6 @@ def _struct_members(guards: Guards) -> dict[str, Any]:
         "Struct": stand_in,
         "error": struct.error,
     }
-
-
-def _no_struct_keywords(name: str, keywords: dict[str, Any]) -> None:
-    if keywords:
-        raise TypeError(f"_struct.{name}() takes no keyword arguments")
 
 
 # time ----------------------------------------------------------------------------------

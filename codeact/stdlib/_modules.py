@@ -45,7 +45,7 @@ from typing import Any
 import regex
 
 from ..contract._exceptions import ToolError
-from ..sandbox._builtins import check_count, clinic_arguments, guarded_type
+from ..sandbox._builtins import check_count, clinic_arguments, guarded_type, no_keywords
 from ..sandbox._errors import LimitExceeded, SecurityViolation, recursion_safe
 from ..sandbox._guards import (
     LRU_CACHE_WRAPPER,
@@ -188,8 +188,7 @@ def _formatter_maker(guards: Guards) -> Callable[..., ScriptFormatter]:
 
 def _tee(*args: Any, **keywords: Any) -> tuple[Iterator[Any], ...]:
     """``itertools.tee``, each copy ticking (its arguments refused in itertools' words)."""
-    if keywords:
-        raise TypeError("itertools.tee() takes no keyword arguments")
+    no_keywords("itertools.tee", keywords)
     check_count("tee", args, 1, 2)
     return tuple(ticking(branch) for branch in itertools.tee(*args))
 
@@ -267,7 +266,7 @@ def _cmp_to_key(*args: Any, **keywords: Any) -> Any:
 
 def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(*args: Any, **keywords: Any) -> Any:
-        _no_keywords(fn.__name__, keywords)
+        no_keywords(f"math.{fn.__name__}", keywords)
         args = tuple(map(exact_index, args))  # what fn takes: one __index__ call, checked
         if any(type(a) is int and a > limit for a in args):
             raise LimitExceeded(what, f"{fn.__name__}() arguments above {limit:,} are not allowed")
@@ -279,7 +278,7 @@ def _bounded(limit: int, what: str, fn: Callable[..., Any]) -> Callable[..., Any
 
 def _sized_gcd(function: Callable[..., int]) -> Callable[..., int]:
     def sized(*numbers: Any, **keywords: Any) -> int:
-        _no_keywords(function.__name__, keywords)
+        no_keywords(f"math.{function.__name__}", keywords)
         numbers = tuple(map(exact_index, numbers))
         check_gcd(*numbers)
         return function(*numbers)
@@ -287,14 +286,9 @@ def _sized_gcd(function: Callable[..., int]) -> Callable[..., int]:
     return sized
 
 
-def _no_keywords(name: str, keywords: dict[str, Any]) -> None:
-    if keywords:
-        raise TypeError(f"math.{name}() takes no keyword arguments")
-
-
 def _sized_isqrt(*args: Any, **keywords: Any) -> int:
     # Newton steps of long divisions: 4 s in one C call on a 3.8-million-bit integer
-    _no_keywords("isqrt", keywords)
+    no_keywords("math.isqrt", keywords)
     if len(args) != 1:
         raise TypeError(f"math.isqrt() takes exactly one argument ({len(args)} given)")
     n = exact_index(args[0])

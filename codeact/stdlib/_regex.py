@@ -22,7 +22,7 @@ from typing import Any
 
 import regex
 
-from ..sandbox._builtins import clinic_arguments
+from ..sandbox._builtins import clinic_arguments, no_keywords
 from ..sandbox._errors import LimitExceeded
 from ..sandbox._guards import Guards, OpaqueType
 from ..sandbox._ownership import SHOWN, exact_value, register_readable
@@ -240,7 +240,7 @@ class Match:
         return tuple(self._found.regs)
 
     def group(self, *groups: Any, **keywords: Any) -> Any:
-        _no_keywords("group", keywords)
+        no_keywords("Match.group", keywords)
         return self._found.group(*_group_keys(groups))
 
     def __getitem__(self, group: Any) -> Any:
@@ -291,15 +291,10 @@ class Match:
         return f"<re.Match object; span=({start}, {end}), match={repr(self._found.group())[:50]}>"
 
 
-def _no_keywords(method: str, keywords: dict[str, Any]) -> None:
-    if keywords:
-        raise TypeError(f"Match.{method}() takes no keyword arguments")
-
-
 def _one_group(method: str, group: tuple[Any, ...], keywords: dict[str, Any]) -> tuple[Any, ...]:
     """``span``, ``start`` and ``end`` take one optional group, by position only (re's
     words for anything else)."""
-    _no_keywords(method, keywords)
+    no_keywords(f"Match.{method}", keywords)
     if len(group) > 1:
         raise TypeError(f"{method} expected at most 1 argument, got {len(group)}")
     return group or (0,)
