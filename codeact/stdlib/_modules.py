@@ -425,6 +425,33 @@ def _json_dumps(obj: Any, *, cls: Any = None, **options: Any) -> str:
     return json.dumps(obj, **options)
 
 
+def _json_facade(guards: Guards) -> Facade:
+    """``json`` with ``dump`` and ``load``, which write to and read from the script's own
+    file object (``sys.stdout``, an ``io.StringIO``, its own class): its ``write`` and
+    ``read`` are read through the guards and called as the script would call them."""
+
+    @recursion_safe  # encodes, then hands the text to the script's own write
+    def dump(obj: Any, fp: Any, **options: Any) -> None:
+        # json.dump writes its chunks as it encodes them: the same text, written at once
+        guards.getattr(fp, "write")(_json_dumps(obj, **options))
+
+    @recursion_safe  # reads through the script's own read, then decodes
+    def load(fp: Any, **options: Any) -> Any:
+        return _json_loads(guards.getattr(fp, "read")(), **options)
+
+    return Facade(
+        "json",
+        {
+            **pick(json, "JSONDecodeError"),
+            "loads": _json_loads,
+            "dumps": _json_dumps,
+            "load": load,
+            "dump": dump,
+            "JSONEncoder": JSONEncoder,
+        },
+    )
+
+
 class JSONEncoder:
     """``json.JSONEncoder`` as scripts use it: a base whose ``default`` a subclass overrides.
 
@@ -497,15 +524,6 @@ def _static_facades() -> dict[str, Facade]:
     return {
         **everyday,
         **STATIC_SYSTEM_FACADES,
-        "json": Facade(
-            "json",
-            {
-                **pick(json, "JSONDecodeError"),
-                "loads": _json_loads,
-                "dumps": _json_dumps,
-                "JSONEncoder": JSONEncoder,
-            },
-        ),
         "math": Facade(
             "math",
             {
@@ -807,7 +825,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
-        *("struct", "types"),
+        *("struct", "types", "json"),
         *("traceback", "dataclasses", "logging", "warnings", "fnmatch", "hashlib"),
     }
 )
@@ -869,6 +887,7 @@ def session_facades(
         },
     )
     facades["re"] = Facade("re", re_members(guards))
+    facades["json"] = _json_facade(guards)
     facades["fnmatch"] = Facade("fnmatch", fnmatch_members(facades["re"]))
     facades["dataclasses"] = Facade(
         "dataclasses",

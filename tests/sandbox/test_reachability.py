@@ -573,6 +573,8 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox(crawled: Crawled) -
     assert any(path.endswith(".purge") for path, _ in reached)  # re's, called in the call pass
     assert any(path.endswith(".Task") for path, _ in reached)  # asyncio's stand-in for its class
     assert any(path.endswith(".GeneratorType") for path, _ in reached)  # types', as type() shows
+    assert any(path.endswith("json.dump") for path, _ in reached)  # writes through the guards
+    assert any(path.endswith("json.load") for path, _ in reached)  # reads through them
     assert len(reached) < MAX_OBJECTS  # and ended with nothing left, not at its bound
 
 
