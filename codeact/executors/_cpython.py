@@ -413,7 +413,7 @@ class CPythonScripts:
             signal.SIGALRM: signal.signal(signal.SIGALRM, self._timed_out("wall time")),
             signal.SIGPROF: signal.signal(signal.SIGPROF, self._timed_out("CPU time")),
         }
-        sys.stdout = sys.stderr = _Output(self)
+        sys.stdout, sys.stderr = _Output(self), _Output(self)  # two streams, as CPython's
         sys.setrecursionlimit(RECURSION_LIMIT)
         signal.setitimer(signal.ITIMER_REAL, self.limits.wall_seconds)
         signal.setitimer(signal.ITIMER_PROF, self.limits.cpu_seconds)

@@ -147,9 +147,16 @@ class Guards:
         # What type(x) shows where the script sees a stand-in (its builtins' own; the
         # process's static facades' are in SHOWN).
         self.shown: dict[type, Any] = {}
-        # Set by the sandbox: run a coroutine on the run's loop; write to its output.
+        # Set by the sandbox: run a coroutine on the run's loop; write to its output, as
+        # printed to the standard output or to the standard error.
         self.run_coroutine: Callable[[Any], Any] = _no_run
         self.emit: Callable[[str], None] = _no_run
+        self.emit_error: Callable[[str], None] = _no_run
+        # Where the standard streams go while contextlib's redirect_stdout and
+        # redirect_stderr blocks run: one-item tuples, innermost last (the run's output
+        # when empty).
+        self.stdout_targets: list[tuple[Any]] = []
+        self.stderr_targets: list[tuple[Any]] = []
 
     # Attribute access -----------------------------------------------------------------
 

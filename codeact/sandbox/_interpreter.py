@@ -270,6 +270,7 @@ class Sandbox:
         self._stable_run_globals: dict[str, Any] | None = None
         self.guards.run_coroutine = self._run_coroutine
         self.guards.emit = self._emit
+        self.guards.emit_error = self._emit_error
         self.globals = {
             "__builtins__": self._builtins,
             "__name__": SCRIPT_MODULE_NAME,
@@ -479,6 +480,9 @@ class Sandbox:
         )
         scope = self.globals
         self._put_run_globals(scope)
+        # a redirect a script left open does not take the next run's output with it
+        self.guards.stdout_targets.clear()
+        self.guards.stderr_targets.clear()
         for name, parameters in tools.items():
             scope[name] = BoundTool(name, parameters, self._call_tool, _BINDING_KEY)
         self._run = run
@@ -600,21 +604,28 @@ class Sandbox:
         unknown = set(kwargs) - {"sep", "end", "file", "flush"}
         if unknown:
             raise TypeError(f"'{next(iter(unknown))}' is an invalid keyword argument for print()")
-        target = kwargs.get("file")
-        if target is not None:
-            return self._print_to(target, args, kwargs)
         sep, end = kwargs.get("sep"), kwargs.get("end")
         for name, given in (("sep", sep), ("end", end)):
             if given is not None and type(given) is not str:
                 raise TypeError(f"{name} must be None or a string, not {type(given).__name__}")
         sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        target = kwargs.get("file")
+        if target is None and self.guards.stdout_targets:  # in contextlib.redirect_stdout
+            target = self.guards.stdout_targets[-1][0]
+        if target is not None:
+            return self._print_to(target, args, sep, end)
+        self._print_here(run, args, sep, end)
+
+    def _print_here(self, run: _Run, args: tuple[Any, ...], sep: str, end: str) -> None:
+        """Printed text into the run's output."""
         parts = [str(a) for a in args]
         room = run.limits.max_printed_chars - run.output.total
         if sum(map(len, parts)) + len(sep) * max(len(parts) - 1, 0) > room:  # before joining
             text = sep.join(p[: room + 1] for p in parts)[: room + 1]
         else:
             text = sep.join(parts)
-        text += "\n" if end is None else end
+        text += end
         if len(text) > room:  # a print loop's flood: the run ends, with what it kept
             run.output.add(text[: max(room, 0)])
             self._forward(run, text[: max(room, 0)])
@@ -651,17 +662,33 @@ class Sandbox:
                 monitor.resume()
 
     def _emit(self, text: str) -> None:
-        """Text a facade prints (pprint.pprint), where the script's print goes."""
+        """Text a facade prints (pprint.pprint, sys.stdout), where the script's print goes."""
         run = self._run
         if run is None:
             raise RuntimeError("not inside a script run")
         self._print(run, (text,), {"end": ""})
 
-    def _print_to(self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """``print(..., file=f)``: written through ``f.write``, read like any attribute."""
-        sep, end = kwargs.get("sep"), kwargs.get("end")
-        text = (" " if sep is None else sep).join(str(a) for a in args)
-        self.guards.getattr(target, "write")(text + ("\n" if end is None else end))
+    def _emit_error(self, text: str) -> None:
+        """Text written to ``sys.stderr`` (logging's, a traceback's): to redirect_stderr's
+        target while one runs, else beside what the script prints."""
+        targets = self.guards.stderr_targets
+        if targets:
+            self.guards.getattr(targets[-1][0], "write")(text)
+            return
+        run = self._run
+        if run is None:
+            raise RuntimeError("not inside a script run")
+        self._print_here(run, (text,), " ", "")
+
+    def _print_to(self, target: Any, args: tuple[Any, ...], sep: str, end: str) -> None:
+        """``print(..., file=f)``: written through ``f.write``, read like any attribute, a
+        piece at a time as CPython's print writes (each value, each separator, the end)."""
+        write = self.guards.getattr(target, "write")
+        for index, value in enumerate(args):
+            if index:
+                write(sep)
+            write(str(value))
+        write(end)
 
     def _output(self, run: _Run) -> str:
         return run.output.text()

@@ -393,6 +393,72 @@ class suppress(contextlib.suppress):
         return may_suppress(error) and super().__exit__(kind, error, traceback)
 
 
+class redirect_stdout:
+    """``contextlib.redirect_stdout``: while its block runs, what the script prints goes
+    to the target's ``write`` (read through the guards). The process's own ``sys.stdout``
+    is never touched: the session's stream looks at the session's list of targets.
+
+    Each entry is a one-item tuple of its own, so an exit removes the entry its enter
+    made wherever it now is (as CPython restores the stream its enter saw): a block left
+    open by a suspended generator, closed later, ends no other block's redirect, and the
+    list is emptied as each run starts."""
+
+    __slots__ = ("_entered", "_new_target", "_targets")
+
+    def __init__(self, targets: list[tuple[Any]], new_target: Any) -> None:
+        self._targets = targets  # the session's, innermost last
+        self._new_target = new_target
+        self._entered: list[tuple[Any]] = []  # this redirect's entries (it may be reentered)
+
+    def __enter__(self) -> Any:
+        entry = (self._new_target,)
+        self._targets.append(entry)
+        self._entered.append(entry)
+        return self._new_target
+
+    def __exit__(self, *details: Any) -> None:
+        if not self._entered:
+            return
+        entry = self._entered.pop()
+        for index in range(len(self._targets) - 1, -1, -1):
+            if self._targets[index] is entry:
+                del self._targets[index]
+                return
+
+
+class redirect_stderr(redirect_stdout):
+    """``contextlib.redirect_stderr``: the same, for what is written to ``sys.stderr``."""
+
+    __slots__ = ()
+
+
+for _redirect in (redirect_stdout, redirect_stderr):
+    _redirect.__module__ = "contextlib"
+
+
+def _contextlib_facade(guards: Guards) -> Facade:
+    """``contextlib``, its redirects writing into this session's lists of targets."""
+
+    def redirect_stdout_(new_target: Any) -> redirect_stdout:
+        return redirect_stdout(guards.stdout_targets, new_target)
+
+    def redirect_stderr_(new_target: Any) -> redirect_stderr:
+        return redirect_stderr(guards.stderr_targets, new_target)
+
+    redirect_stdout_.__name__ = redirect_stdout_.__qualname__ = "redirect_stdout"
+    redirect_stderr_.__name__ = redirect_stderr_.__qualname__ = "redirect_stderr"
+    return Facade(
+        "contextlib",
+        {
+            **pick(contextlib, "contextmanager asynccontextmanager nullcontext closing aclosing"),
+            "ExitStack": ExitStack,
+            "suppress": suppress,
+            "redirect_stdout": redirect_stdout_,
+            "redirect_stderr": redirect_stderr_,
+        },
+    )
+
+
 # queue ---------------------------------------------------------------------------------
 
 
@@ -827,17 +893,6 @@ def static_everyday_facades() -> dict[str, Facade]:
                 "strptime": exact_arguments(time.strptime),
             },
         ),
-        "contextlib": Facade(
-            "contextlib",
-            {
-                **pick(
-                    contextlib,
-                    "contextmanager asynccontextmanager nullcontext closing aclosing",
-                ),
-                "ExitStack": ExitStack,
-                "suppress": suppress,
-            },
-        ),
         "abc": Facade("abc", pick(abc, "ABC abstractmethod")),
         "numbers": Facade("numbers", pick(numbers, "Number Complex Real Rational Integral")),
     }
@@ -857,6 +912,7 @@ def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
         "pprint": Facade("pprint", _pprint_members(guards)),
         "struct": Facade("struct", _struct_members(guards)),
         "types": Facade("types", _types_members(guards)),
+        "contextlib": _contextlib_facade(guards),
     }
 
 

@@ -825,7 +825,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
-        *("struct", "types", "json"),
+        *("struct", "types", "json", "contextlib"),
         *("traceback", "dataclasses", "logging", "warnings", "fnmatch", "hashlib"),
     }
 )

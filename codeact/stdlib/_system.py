@@ -54,18 +54,23 @@ class Environ(Mapping[str, str]):
 
 
 class ScriptStream:
-    """``sys.stdout`` and ``sys.stderr``: what is written goes where the script prints."""
+    """``sys.stdout`` and ``sys.stderr``: what is written goes where the script prints (or
+    to a contextlib redirect's target, while its block runs)."""
 
-    __slots__ = ("_guards", "encoding")
+    __slots__ = ("_error", "_guards", "encoding")
 
-    def __init__(self, guards: Guards) -> None:
+    def __init__(self, guards: Guards, *, error: bool = False) -> None:
         self._guards = guards
+        self._error = error  # the standard error: redirect_stderr's, not redirect_stdout's
         self.encoding = "utf-8"
 
     def write(self, text: str) -> int:
         if type(text) is not str:
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self._guards.emit(text)
+        if self._error:
+            self._guards.emit_error(text)
+        else:
+            self._guards.emit(text)
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -177,7 +182,7 @@ STATIC_SYSTEM_FACADES = {
 def session_system_facades(guards: Guards, environ: Mapping[str, str]) -> dict[str, Facade]:
     """``sys`` and ``os``: they hold the session's stream, recursion limit and environment."""
     getrecursionlimit, setrecursionlimit = _recursion_limit()
-    stream = ScriptStream(guards)
+    stream, error_stream = ScriptStream(guards), ScriptStream(guards, error=True)
     shown = Environ(environ)
     return {
         "sys": Facade(
@@ -193,7 +198,7 @@ def session_system_facades(guards: Guards, environ: Mapping[str, str]) -> dict[s
                     name="cpython", version=sys.version_info, cache_tag=None
                 ),
                 "stdout": stream,
-                "stderr": stream,
+                "stderr": error_stream,
                 "getrecursionlimit": getrecursionlimit,
                 "setrecursionlimit": setrecursionlimit,
                 "exc_info": lambda: _exc_info(guards),

@@ -197,7 +197,6 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("calendar-width", "import calendar\ncalendar.month(2024, 1, 10**8)", LIMIT),
     ("csv-register-dialect", "import csv\ncsv.register_dialect", RUN),
     ("csv-field-size-limit", "import csv\ncsv.field_size_limit", RUN),
-    ("contextlib-redirect", "import contextlib\ncontextlib.redirect_stdout", RUN),
     (
         "exitstack-swallows-limit",
         "import contextlib\nwith contextlib.ExitStack() as s:\n    s.push(lambda *a: True)\n    'x' * 10**10\n'swallowed'",
@@ -275,6 +274,32 @@ def test_attack_is_refused(
     assert outcome.error is not None, f"{attack} succeeded: {outcome.value!r}"
     assert outcome.error.code == code, outcome.error
     assert SECRET not in repr(outcome)
+
+
+def test_a_redirect_swaps_the_sessions_stream_never_the_processs(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    """contextlib.redirect_stdout and redirect_stderr send what the script writes to its
+    target, and the host's own streams stay as they were, even with a block left open
+    (CPython's would leave the process's sys.stdout on the script's object)."""
+    import sys
+
+    streams = sys.stdout, sys.stderr
+    outcome = run(
+        "import contextlib, io, sys\n"
+        "target = io.StringIO()\n"
+        "def inside():\n"
+        "    with contextlib.redirect_stdout(target), contextlib.redirect_stderr(target):\n"
+        "        yield\n"
+        "left_open = inside()\n"
+        "next(left_open)\n"
+        "print('out')\n"
+        "print('err', file=sys.stderr)\n"
+        "target.getvalue()"
+    )
+    assert outcome.value == "out\nerr\n"
+    assert (sys.stdout, sys.stderr) == streams
+    assert outcome.output == ""
 
 
 LIMITED: list[tuple[str, str]] = [

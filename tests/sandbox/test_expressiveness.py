@@ -160,6 +160,36 @@ def test_names_persist_across_runs_until_reset(run: Callable[[str], ScriptOutcom
     assert "NameError" in outcome.error.message
 
 
+def test_a_redirect_left_open_does_not_take_the_next_runs_output(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    """A generator suspended inside a redirect_stdout block keeps it open past its run;
+    the next run prints into its own output all the same, and closing the generator then
+    ends no redirect of that run's."""
+    first = run(
+        "import contextlib, io\n"
+        "kept = io.StringIO()\n"
+        "def inside():\n"
+        "    with contextlib.redirect_stdout(kept):\n"
+        "        yield\n"
+        "left_open = inside()\n"
+        "next(left_open)\n"
+        "print('into kept')"
+    )
+    assert first.ok
+    assert first.output == ""
+    second = run(
+        "print('into the output')\n"
+        "mine = io.StringIO()\n"
+        "with contextlib.redirect_stdout(mine):\n"
+        "    left_open.close()\n"
+        "    print('into mine')\n"
+        "[kept.getvalue(), mine.getvalue()]"
+    )
+    assert second.output == "into the output\n"
+    assert second.value == ["into kept\n", "into mine\n"]
+
+
 def test_tool_calls_are_listed_with_their_status(run: Callable[[str], ScriptOutcome]) -> None:
     outcome = run("add(1, 2)\ntry:\n    fail('x')\nexcept ToolError:\n    pass\nrecord('y')")
     assert [(c.name, c.ok, c.code) for c in outcome.tool_calls] == [
