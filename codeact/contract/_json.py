@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from math import isfinite
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 FrozenJson: TypeAlias = (
@@ -152,21 +152,32 @@ class FrozenDict(dict):  # type: ignore[type-arg]
 
 
 def freeze(value: JsonValue) -> FrozenJson:
-    """An immutable view of a detached value: read-only objects and tuples."""
+    """An immutable view of a detached value: read-only objects and tuples.
+
+    A container of scalars alone (a run's list of calls is thousands of them) is copied
+    whole, its items' types read in C; only one holding containers is rebuilt item by item.
+    """
     kind = type(value)
     if kind is dict:
+        mapping = cast("dict[str, JsonValue]", value)
+        if _ALL_IMMUTABLE(map(type, mapping.values())):
+            return FrozenDict(mapping)
         return FrozenDict(
             {
                 key: item if type(item) in _IMMUTABLE else freeze(item)
-                for key, item in value.items()  # type: ignore[union-attr]
+                for key, item in mapping.items()
             }
         )
     if kind is list:
-        return tuple(freeze(item) for item in value)  # type: ignore[union-attr]
-    return value  # type: ignore[return-value]
+        items = cast("list[JsonValue]", value)
+        if _ALL_IMMUTABLE(map(type, items)):
+            return tuple(cast("list[FrozenJson]", items))
+        return tuple([freeze(item) for item in items])
+    return cast("FrozenJson", value)
 
 
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+_ALL_IMMUTABLE = _IMMUTABLE.issuperset
 
 
 def thaw(value: FrozenJson) -> JsonValue:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeact.contract._json import MAX_DEPTH, NotJsonError, detach
+from codeact.contract._json import MAX_DEPTH, FrozenDict, NotJsonError, detach, freeze, thaw
 
 
 class Text(str):
@@ -103,6 +103,31 @@ def test_a_detached_value_reads_the_same_in_exact_types_and_shares_no_container(
     assert exact(plain)
     original = {id(container) for container in containers(value)}
     assert not any(id(container) in original for container in containers(plain))
+
+
+def frozen_through(value: Any) -> bool:
+    """Read-only all the way down: FrozenDict objects and tuples, scalars inside."""
+    kind = type(value)
+    if kind is FrozenDict:
+        return all(type(key) is str and frozen_through(item) for key, item in value.items())
+    if kind is tuple:
+        return all(frozen_through(item) for item in value)
+    return kind in (str, int, float, bool, type(None))
+
+
+@settings(max_examples=400, deadline=None)
+@given(values)
+def test_a_frozen_value_reads_the_same_cannot_change_and_shares_no_container(
+    value: Any,
+) -> None:
+    """Containers of scalars are copied whole, others item by item: either way the same
+    reading, immutable at every level, and nothing shared with the detached value."""
+    plain = detach(value)
+    frozen = freeze(plain)
+    assert thaw(frozen) == plain
+    assert frozen_through(frozen)
+    original = {id(container) for container in containers(plain)}
+    assert not any(id(container) in original for container in containers(frozen))
 
 
 # One thing with no JSON form, put somewhere inside a value: the error names that place.
