@@ -613,6 +613,8 @@ class Sandbox:
         target = kwargs.get("file")
         if target is None and self.guards.stdout_targets:  # in contextlib.redirect_stdout
             target = self.guards.stdout_targets[-1][0]
+            if target is None:  # redirect_stdout(None): nothing is printed, as in CPython
+                return None
         if target is not None:
             return self._print_to(target, args, sep, end)
         self._print_here(run, args, sep, end)
@@ -673,7 +675,9 @@ class Sandbox:
         target while one runs, else beside what the script prints."""
         targets = self.guards.stderr_targets
         if targets:
-            self.guards.getattr(targets[-1][0], "write")(text)
+            target = targets[-1][0]
+            if target is not None:  # redirect_stderr(None) silences the stream
+                self.guards.getattr(target, "write")(text)
             return
         run = self._run
         if run is None:

@@ -406,6 +406,7 @@ class redirect_stdout:
     __slots__ = ("_entered", "_new_target", "_targets")
 
     def __init__(self, targets: list[tuple[Any]], new_target: Any) -> None:
+        # private: a script reads no name with an underscore on a host object
         self._targets = targets  # the session's, innermost last
         self._new_target = new_target
         self._entered: list[tuple[Any]] = []  # this redirect's entries (it may be reentered)
