@@ -93,7 +93,14 @@ class RunMonitor:
         self.cpu_start = _read_clock(self.cpu_clock)
         # Memory is counted from the baseline when there is one (a worker: the session's
         # whole memory, across runs), else from the run's start (process-wide, in-process).
-        self.memory_start = resident_bytes() if memory_baseline is None else memory_baseline
+        # A brief run's start is read at the watchdog's first look, in its thread (a read
+        # of the process's memory is a twentieth of a trivial run): such a run ends within
+        # its moment, or is handed back and run again, counted from its own start.
+        self.memory_start: int | None = (
+            memory_baseline
+            if memory_baseline is not None
+            else (None if moment is not None else resident_bytes())
+        )
         self.tripped: str | None = None
         self.tripped_at = 0.0
         # an abort, delivered by the watchdog; set before the run began, it stops it at once
@@ -149,7 +156,10 @@ class RunMonitor:
         used = _read_clock(self.cpu_clock) - self.cpu_start
         if used >= limits.cpu_seconds:
             return f"CPU time ({limits.cpu_seconds:g} s)"
-        if resident_bytes() - self.memory_start >= limits.memory_bytes:
+        start = self.memory_start
+        if start is None:  # a brief run's first look: counted from here
+            self.memory_start = start = resident_bytes()
+        if resident_bytes() - start >= limits.memory_bytes:
             return f"memory ({limits.memory_bytes // (1024 * 1024)} MiB)"
         return None
 

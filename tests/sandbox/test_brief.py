@@ -151,6 +151,20 @@ def test_a_run_that_outlasts_its_moment_is_handed_back_with_nothing_kept() -> No
     assert sandbox.run("x = 2\nx * 3").value == 6
 
 
+def test_a_brief_run_gets_past_no_memory_limit() -> None:
+    """A brief run's memory is counted from the watchdog's first look, not its start: it
+    can allocate little within its moment, and an allocation past the limit outlasts the
+    moment, is handed back and stopped when run again (72 MB of list against 48 MB)."""
+    limits = Limits(wall_seconds=30, cpu_seconds=30, memory_bytes=48 * 1024 * 1024)
+    sandbox = standard_sandbox(limits=limits)
+    source = "held = [0] * 9_000_000\nlen(held)"
+    brief = sandbox.run_brief(source, tools={})
+    outcome = brief if brief is not None else sandbox.run(source)
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_RESOURCE_LIMIT"
+    assert "memory" in outcome.error.message
+
+
 def test_no_interrupt_lands_in_a_runs_setup_or_escapes_it() -> None:
     # A stop due at the watchdog's first look (a moment of nothing, an abort asked before
     # the run began) ends the run or hands it back; it must never land in the host code
