@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from collections.abc import Iterable
 from types import ModuleType
 
@@ -58,14 +59,24 @@ def seal_module_classes(modules: Iterable[ModuleType]) -> int:
 
 def _defined_here(cls: type) -> bool:
     """A class the runtime defined, whatever module name it shows (``Builtin`` shows
-    ``builtins``): its module is ours, or its own functions were written in our files."""
+    ``builtins``): its module is ours, or its own functions were written in our files, or
+    (a subclass with no function of its own, named after a real module's: ``queue.Empty``,
+    ``pathlib.PosixPath``) the module it names is not loaded, or holds another class by
+    its name. Only a class in one of our modules' namespaces is asked about."""
     if cls.__module__.startswith(_OWN_PACKAGES):
         return True
     for value in vars(cls).values():
         code = getattr(getattr(value, "__func__", value), "__code__", None)
         if code is not None and code.co_filename.startswith(_OWN_FOLDERS):
             return True
-    return False
+    named: object = sys.modules.get(cls.__module__)
+    if named is None:  # a class's own module is loaded: this one's name was given to it
+        return True
+    for part in cls.__qualname__.split("."):
+        named = vars(named).get(part) if hasattr(named, "__dict__") else None
+    # another class by that name there: this one took the name (a module holding nothing
+    # by it, a C module's class under another name, is no sign of ours)
+    return isinstance(named, type) and named is not cls
 
 
 def is_sealed(cls: type) -> bool:

@@ -506,6 +506,36 @@ def test_every_class_the_runtime_shares_between_sessions_refuses_writes(run: Run
     assert not any(k in SCRIPT_CLASSES for k in ours)
 
 
+def test_every_class_a_shared_module_writes_is_sealed_whatever_name_it_shows(
+    run: Runner,
+) -> None:
+    """Read from the source, not the names: a class statement of the interpreter's or the
+    facades' modules makes a class every session shares, and one that shows a standard
+    module's name and has no function of its own (``queue.Empty``, ``pathlib.PosixPath``)
+    is sealed too."""
+    import ast
+    import inspect
+    import sys
+
+    run("1")  # a session exists: the classes were sealed before its first script
+    modules = [
+        module
+        for name, module in list(sys.modules.items())
+        if name.startswith(("codeact.sandbox.", "codeact.stdlib."))
+    ]
+    checked = []
+    for module in modules:
+        tree = ast.parse(inspect.getsource(module))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                kind = vars(module)[node.name]
+                assert is_sealed(kind), f"{module.__name__}.{node.name}"
+                checked.append(kind)
+    renamed = [k for k in checked if not k.__module__.startswith("codeact")]
+    assert len(checked) > 100
+    assert any(k.__module__ == "queue" and k.__name__ == "Empty" for k in renamed)
+
+
 # 3. A stop in flight cannot be swallowed -------------------------------------------------
 
 STOP_SHAPES = {
