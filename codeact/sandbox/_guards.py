@@ -202,8 +202,10 @@ class Guards:
             allowed = readable_names(obj)
         if allowed is False or (isinstance(allowed, frozenset) and name not in allowed):
             # a typo: CPython's error (builtins, the runtime's and CPython's, have no public
-            # name to hide; other relays refuse every name)
-            if (allowed is not False or kind in _NO_PUBLIC_NAMES) and _defined_nowhere(obj, name):
+            # name to hide, nor does a class its namespaces do not name: hasattr(ValueError,
+            # 'x') is False; other relays refuse every name)
+            typo_possible = allowed is not False or kind in _NO_PUBLIC_NAMES or kind is type
+            if typo_possible and _defined_nowhere(obj, name):
                 if default is not _MISSING:
                     return default
                 raise self._no_attribute(obj, name)
@@ -1116,7 +1118,11 @@ def _defined_nowhere(obj: Any, name: str) -> bool:
     kind = type(obj)
     path = _MRO(kind)
     if isinstance(obj, type):
-        path = _MRO(obj) + path  # a class's attribute: its own classes, then its metaclass's
+        # a class's attribute: the name in its own classes, then its metaclass's; only the
+        # metaclass's own lookup runs for it (a class's __getattribute__ is its instances':
+        # BaseException's is one of its own)
+        if any(name in _TYPE_DICT(cls) for cls in _MRO(obj)):
+            return False
     elif _DICT_OFFSET(kind) and not _script_instance_lacks(obj, name):
         return False
     for cls in path:
