@@ -446,8 +446,6 @@ def _contextlib_facade(guards: Guards) -> Facade:
     def redirect_stderr_(new_target: Any) -> redirect_stderr:
         return redirect_stderr(guards.stderr_targets, new_target)
 
-    redirect_stdout_.__name__ = redirect_stdout_.__qualname__ = "redirect_stdout"
-    redirect_stderr_.__name__ = redirect_stderr_.__qualname__ = "redirect_stderr"
     return Facade(
         "contextlib",
         {
