@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,9 +27,20 @@ def test_readme_has_python_snippets() -> None:
 @pytest.mark.parametrize(
     ("page", "snippet"), SNIPPETS, ids=lambda value: value.name if isinstance(value, Path) else ""
 )
-def test_readme_snippet_runs(page: Path, snippet: str, capsys: pytest.CaptureFixture[str]) -> None:
-    exec(compile(snippet, str(page), "exec"), {"__name__": "readme"})
+def test_readme_snippet_runs(
+    page: Path,
+    snippet: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what the snippet leaves shows
+    namespace = {"__name__": "readme"}
+    exec(compile(snippet, str(page), "exec"), namespace)
     assert capsys.readouterr().err == ""
+    namespace.clear()
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []  # a reader who runs it is left no folder or file
 
 
 def test_the_reference_lists_every_public_name() -> None:
