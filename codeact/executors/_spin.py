@@ -11,7 +11,11 @@ short again, so a busy host, or a tool that takes its time, costs no polling.
 Polling yields the processor between reads, and when other processes want it (a loaded
 machine) the poller gets it back only after their turn: the answer is there by then, but
 a reader asleep on the pipe would have been woken at once. An answer read past its window
-is that sign, and polling then stays off for a while, however short the waits prove.
+is that sign, but not proof: a machine at rest loses a window too, once in a while, to a
+daemon's turn or the hypervisor's. So a lost window turns polling off only if the kernel's
+pressure record (PSI, ``/proc/pressure/cpu``) shows tasks kept waiting for a processor for
+at least half the time since the window lost before; without that record, every lost window
+counts. Polling then stays off for a while, however short the waits prove.
 """
 
 from __future__ import annotations
@@ -22,19 +26,59 @@ import time
 SPIN_SECONDS = 300e-6  # longer than the host's own turn between two runs of a session
 # How long polling stays off after it lost the processor (then it is tried once again).
 CONTENDED_SECONDS = 0.25
+# The share of time tasks waited for a processor that makes a lost window a busy machine's.
+CONTENDED_SHARE = 0.5
+PRESSURE = "/proc/pressure/cpu"
 READ_CHUNK = 1 << 16
+
+
+def open_pressure() -> int | None:
+    """A descriptor on the kernel's processor pressure record, for a process about to be
+    confined (it can read the record no more by name); None where there is none."""
+    try:
+        return os.open(PRESSURE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def stalled_seconds(fd: int | None = None) -> float | None:
+    """The time, since boot, in which some task waited for a processor (the record's
+    ``some ... total=`` in microseconds); None where the kernel keeps no such record.
+    ``fd``: from ``open_pressure``; without it the record is opened by name."""
+    try:
+        if fd is None:
+            with open(PRESSURE, "rb") as record:
+                data = record.read(128)
+        else:
+            data = os.pread(fd, 128, 0)
+        first = data[: data.index(b"\n")]
+        return int(first[first.rindex(b"=") + 1 :]) * 1e-6
+    except (OSError, ValueError):
+        return None
 
 
 class Spinner:
     """Polls one non-blocking descriptor for a short window, while that keeps paying."""
 
-    __slots__ = ("_on", "_resume_at", "backoff", "window")
+    __slots__ = ("_lost_at", "_on", "_pressure", "_resume_at", "_stalled", "backoff", "window")
 
-    def __init__(self, window: float = SPIN_SECONDS, backoff: float = CONTENDED_SECONDS) -> None:
+    def __init__(
+        self,
+        window: float = SPIN_SECONDS,
+        backoff: float = CONTENDED_SECONDS,
+        *,
+        pressure: int | None = None,
+    ) -> None:
+        """``pressure``: a descriptor from ``open_pressure``, in a process that cannot open
+        the record once confined."""
         self.window = window
         self.backoff = backoff
         self._on = True
         self._resume_at = 0.0  # a time.perf_counter() before which polling stays off
+        self._pressure = pressure
+        # the pressure record's reading when a window was last lost (or this was made)
+        self._lost_at = time.perf_counter()
+        self._stalled = stalled_seconds(pressure)
 
     def read(self, fd: int, end: float | None = None) -> bytes | None:
         """What ``fd`` holds within the window (``b""``: its writer closed it), or None:
@@ -54,10 +98,20 @@ class Spinner:
                 os.sched_yield()  # the writer may be waiting for this very processor
                 continue
             now = time.perf_counter()
-            if now > end:  # read past the window: the processor was taken
+            if now > end and self._contended(now):  # read past the window: processor taken
                 self._on = False
                 self._resume_at = now + self.backoff
             return chunk
+
+    def _contended(self, now: float) -> bool:
+        """Whether the window just lost shows a busy machine: since the one lost before,
+        tasks waited for a processor at least ``CONTENDED_SHARE`` of the time."""
+        stalled = stalled_seconds(self._pressure)
+        stalled_before, lost_before = self._stalled, self._lost_at
+        self._stalled, self._lost_at = stalled, now
+        if stalled is None or stalled_before is None:
+            return True  # no record to tell a busy machine from a daemon's turn
+        return stalled - stalled_before >= CONTENDED_SHARE * (now - lost_before)
 
     def window_end(self) -> float:
         """The ``time.perf_counter()`` at which a window starting now ends (for a wait made
@@ -70,4 +124,12 @@ class Spinner:
         self._on = seconds <= self.window and time.perf_counter() >= self._resume_at
 
 
-__all__ = ["CONTENDED_SECONDS", "READ_CHUNK", "SPIN_SECONDS", "Spinner"]
+__all__ = [
+    "CONTENDED_SECONDS",
+    "CONTENDED_SHARE",
+    "READ_CHUNK",
+    "SPIN_SECONDS",
+    "Spinner",
+    "open_pressure",
+    "stalled_seconds",
+]

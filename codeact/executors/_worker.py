@@ -50,7 +50,7 @@ from ..stdlib._recorded import TAPE
 from . import _cpython_readings as readings
 from ._confine import REQUIRED_LAYERS, ConfinementReport, confine
 from ._lines import decoded, encoded
-from ._spin import READ_CHUNK, Spinner
+from ._spin import READ_CHUNK, Spinner, open_pressure
 
 if TYPE_CHECKING:
     from ._cpython import CPythonScripts
@@ -89,9 +89,11 @@ class Channel:
         self._fd = reader.fileno()
         os.set_blocking(self._fd, False)  # waited on with select, or polled (see _spin)
         self._buffer = bytearray()
-        # each kind of wait polls while its own waits prove short
-        self.answers = Spinner()  # a tool call's answer
-        self.next_message = Spinner()  # the session's next run
+        # each kind of wait polls while its own waits prove short; the pressure record is
+        # opened now, before the worker is confined
+        pressure = open_pressure()
+        self.answers = Spinner(pressure=pressure)  # a tool call's answer
+        self.next_message = Spinner(pressure=pressure)  # the session's next run
         self._writer = writer
 
     def send(self, message: dict[str, Any]) -> None:

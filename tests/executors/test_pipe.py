@@ -6,6 +6,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -161,18 +162,59 @@ def test_a_message_on_its_way_is_read_within_the_window_and_a_silence_is_not_wai
     assert pipe.receive(5) == {"op": "call"}  # the spaces before it were kept and parsed
 
 
-def test_a_spinner_that_lost_the_processor_backs_off_before_polling_again() -> None:
-    """An answer read past the window means other processes held the processor while this
-    one polled: a short sleep does not turn polling on again until the back-off is over."""
+def _pressure_record(path: Path, stalled_us: int) -> None:
+    """A record in the kernel's format (``/proc/pressure/cpu``) saying how long some task
+    has waited for a processor since boot."""
+    path.write_text(
+        f"some avg10=0.00 avg60=0.00 avg300=0.00 total={stalled_us}\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+
+
+def test_a_spinner_that_lost_the_processor_on_a_busy_machine_backs_off(tmp_path: Path) -> None:
+    """An answer read past the window while tasks waited for processors most of the time
+    since (the kernel's pressure record) means other processes want the cores: a short
+    sleep does not turn polling on again until the back-off is over. A window lost while
+    nothing else waited (a daemon's turn on a machine at rest) leaves polling on."""
     from codeact.executors._spin import Spinner
 
+    record = tmp_path / "pressure"
+    _pressure_record(record, 1_000_000)
+    pressure = os.open(record, os.O_RDONLY)
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    try:
+        spinner = Spinner(window=0.001, backoff=3600.0, pressure=pressure)
+        os.write(write_end, b"x")
+        # an end that has passed whatever the clock says: the answer came past the window
+        assert spinner.read(read_end, float("-inf")) == b"x"
+        os.write(write_end, b"y")
+        assert spinner.read(read_end) == b"y"  # nothing waited meanwhile: still polling
+        _pressure_record(record, 1_000_000 + 3_600_000_000)  # an hour of waiting since
+        os.write(write_end, b"z")
+        assert spinner.read(read_end, float("-inf")) == b"z"
+        os.write(write_end, b"w")
+        assert spinner.read(read_end) is None  # off: the caller sleeps instead
+        spinner.slept(0.0)
+        assert spinner.read(read_end) is None  # and stays off through the back-off
+        assert os.read(read_end, 1) == b"w"
+    finally:
+        for fd in (pressure, read_end, write_end):
+            os.close(fd)
+
+
+def test_without_a_pressure_record_any_lost_window_backs_off(tmp_path: Path) -> None:
+    from codeact.executors._spin import Spinner
+
+    unreadable = tmp_path / "not-a-record"
+    unreadable.write_text("no pressure here\n")
+    pressure = os.open(unreadable, os.O_RDONLY)
     read_end, write_end = os.pipe()
     os.set_blocking(read_end, False)
     try:
         for backoff, polls_again in ((3600.0, False), (0.0, True)):
-            spinner = Spinner(window=0.001, backoff=backoff)
+            spinner = Spinner(window=0.001, backoff=backoff, pressure=pressure)
             os.write(write_end, b"x")
-            # an end that has passed whatever the clock says: the answer came past the window
             assert spinner.read(read_end, float("-inf")) == b"x"
             os.write(write_end, b"y")
             assert spinner.read(read_end) is None  # off: the caller sleeps instead
@@ -181,8 +223,8 @@ def test_a_spinner_that_lost_the_processor_backs_off_before_polling_again() -> N
             if not polls_again:
                 assert os.read(read_end, 1) == b"y"
     finally:
-        os.close(read_end)
-        os.close(write_end)
+        for fd in (pressure, read_end, write_end):
+            os.close(fd)
 
 
 def test_a_spinner_polls_again_only_after_a_wait_that_would_have_fitted() -> None:
@@ -289,3 +331,21 @@ def test_a_message_the_channel_cannot_carry_is_refused_before_anything_is_writte
         pipe.send({"op": "run", "source": b"1 + 1"})
     pipe.send({"op": "ping"})
     assert os.read(worker_reads, 1_000) == b'{"op":"ping"}\n'
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/pressure/cpu"), reason="no pressure record")
+def test_the_kernels_pressure_record_reads_as_a_growing_time() -> None:
+    from codeact.executors._spin import open_pressure, stalled_seconds
+
+    by_name = stalled_seconds()
+    pressure = open_pressure()
+    assert pressure is not None
+    try:
+        by_descriptor = stalled_seconds(pressure)
+        again = stalled_seconds(pressure)  # read from the start each time, not where it ended
+    finally:
+        os.close(pressure)
+    assert by_name is not None
+    assert by_descriptor is not None
+    assert again is not None
+    assert 0 <= by_name <= by_descriptor <= again

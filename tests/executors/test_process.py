@@ -198,6 +198,9 @@ async def test_workers_get_a_scrubbed_environment_few_descriptors_and_their_own_
         assert b"CODEACT_HOST_SECRET" not in environment
         descriptors = os.listdir(f"/proc/{worker.pid}/fd")
         assert len(descriptors) <= 8
+        held = {os.readlink(f"/proc/{worker.pid}/fd/{fd}") for fd in descriptors}
+        if os.path.exists("/proc/pressure/cpu"):  # opened before confinement, for its spinners
+            assert "/proc/pressure/cpu" in held
         cwd = os.readlink(f"/proc/{worker.pid}/cwd")
         limits = {
             line[:26].strip(): line[26:].split()[0]
