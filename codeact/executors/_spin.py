@@ -15,7 +15,9 @@ is that sign, but not proof: a machine at rest loses a window too, once in a whi
 daemon's turn or the hypervisor's. So a lost window turns polling off only if the kernel's
 pressure record (PSI, ``/proc/pressure/cpu``) shows tasks kept waiting for a processor for
 at least half the time since the window lost before; without that record, every lost window
-counts. Polling then stays off for a while, however short the waits prove.
+counts. Polling then stays off for a while, however short the waits prove; when that is
+over, the record is read again first (a few microseconds, where a poll would lose a window
+to learn the same), and a machine still busy keeps it off for another while.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import os
 import time
 
 SPIN_SECONDS = 300e-6  # longer than the host's own turn between two runs of a session
-# How long polling stays off after it lost the processor (then it is tried once again).
-CONTENDED_SECONDS = 0.25
+# How long polling stays off on a busy machine before the pressure record is read again.
+CONTENDED_SECONDS = 0.05
+# The same where there is no record: polling itself is then the test, and costs a window.
+BLIND_SECONDS = 0.25
 # The share of time tasks waited for a processor that makes a lost window a busy machine's.
 CONTENDED_SHARE = 0.5
 PRESSURE = "/proc/pressure/cpu"
@@ -60,7 +64,7 @@ def stalled_seconds(fd: int | None = None) -> float | None:
 class Spinner:
     """Polls one non-blocking descriptor for a short window, while that keeps paying."""
 
-    __slots__ = ("_lost_at", "_on", "_pressure", "_resume_at", "_stalled", "backoff", "window")
+    __slots__ = ("_on", "_pressure", "_read_at", "_resume_at", "_stalled", "backoff", "window")
 
     def __init__(
         self,
@@ -76,8 +80,9 @@ class Spinner:
         self._on = True
         self._resume_at = 0.0  # a time.perf_counter() before which polling stays off
         self._pressure = pressure
-        # the pressure record's reading when a window was last lost (or this was made)
-        self._lost_at = time.perf_counter()
+        # the pressure record's last reading (when a window was lost, a back-off ended, or
+        # this was made), and when it was taken
+        self._read_at = time.perf_counter()
         self._stalled = stalled_seconds(pressure)
 
     def read(self, fd: int, end: float | None = None) -> bytes | None:
@@ -98,20 +103,25 @@ class Spinner:
                 os.sched_yield()  # the writer may be waiting for this very processor
                 continue
             now = time.perf_counter()
-            if now > end and self._contended(now):  # read past the window: processor taken
-                self._on = False
-                self._resume_at = now + self.backoff
+            # read past the window (the processor was taken), on a busy machine or, without
+            # a record to tell a busy machine from a daemon's turn, on any machine
+            if now > end and self._busy(now, unknown=True):
+                self._back_off(now)
             return chunk
 
-    def _contended(self, now: float) -> bool:
-        """Whether the window just lost shows a busy machine: since the one lost before,
-        tasks waited for a processor at least ``CONTENDED_SHARE`` of the time."""
+    def _busy(self, now: float, *, unknown: bool) -> bool:
+        """Whether tasks waited for a processor at least ``CONTENDED_SHARE`` of the time
+        since the record was last read; ``unknown`` where there is no record."""
         stalled = stalled_seconds(self._pressure)
-        stalled_before, lost_before = self._stalled, self._lost_at
-        self._stalled, self._lost_at = stalled, now
+        stalled_before, read_before = self._stalled, self._read_at
+        self._stalled, self._read_at = stalled, now
         if stalled is None or stalled_before is None:
-            return True  # no record to tell a busy machine from a daemon's turn
-        return stalled - stalled_before >= CONTENDED_SHARE * (now - lost_before)
+            return unknown
+        return stalled - stalled_before >= CONTENDED_SHARE * (now - read_before)
+
+    def _back_off(self, now: float) -> None:
+        self._on = False
+        self._resume_at = now + (self.backoff if self._stalled is not None else BLIND_SECONDS)
 
     def window_end(self) -> float:
         """The ``time.perf_counter()`` at which a window starting now ends (for a wait made
@@ -120,11 +130,19 @@ class Spinner:
 
     def slept(self, seconds: float) -> None:
         """A wait the caller slept through: poll next time only if it would have fitted, and
-        not while backing off from a machine too busy for polling."""
-        self._on = seconds <= self.window and time.perf_counter() >= self._resume_at
+        not while backing off from a machine too busy for polling (nor after, while the
+        pressure record says it still is)."""
+        now = time.perf_counter()
+        if seconds > self.window or now < self._resume_at:
+            self._on = False
+        elif self._resume_at and self._busy(now, unknown=False):
+            self._back_off(now)
+        else:
+            self._on, self._resume_at = True, 0.0
 
 
 __all__ = [
+    "BLIND_SECONDS",
     "CONTENDED_SECONDS",
     "CONTENDED_SHARE",
     "READ_CHUNK",

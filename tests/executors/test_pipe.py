@@ -203,6 +203,42 @@ def test_a_spinner_that_lost_the_processor_on_a_busy_machine_backs_off(tmp_path:
             os.close(fd)
 
 
+def test_when_a_back_off_ends_the_pressure_record_decides_whether_polling_resumes(
+    tmp_path: Path,
+) -> None:
+    """The record is read again as the back-off ends: tasks still waiting keep polling off
+    for another back-off, without a window lost to learn it; a machine at rest resumes it."""
+    from codeact.executors._spin import Spinner
+
+    record = tmp_path / "pressure"
+    stalled = 1_000_000
+    _pressure_record(record, stalled)
+    pressure = os.open(record, os.O_RDONLY)
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    try:
+        spinner = Spinner(window=0.001, backoff=0.0, pressure=pressure)
+        stalled += 3_600_000_000
+        _pressure_record(record, stalled)
+        os.write(write_end, b"x")
+        assert spinner.read(read_end, float("-inf")) == b"x"  # lost, on a busy machine
+        os.write(write_end, b"y")
+        assert spinner.read(read_end) is None
+        assert os.read(read_end, 1) == b"y"
+        stalled += 3_600_000_000
+        _pressure_record(record, stalled)
+        spinner.slept(0.0)  # the back-off is over, but the machine is still busy
+        os.write(write_end, b"z")
+        assert spinner.read(read_end) is None
+        assert os.read(read_end, 1) == b"z"
+        spinner.slept(0.0)  # nothing waited since: polling again
+        os.write(write_end, b"w")
+        assert spinner.read(read_end) == b"w"
+    finally:
+        for fd in (pressure, read_end, write_end):
+            os.close(fd)
+
+
 def test_without_a_pressure_record_any_lost_window_backs_off(tmp_path: Path) -> None:
     from codeact.executors._spin import Spinner
 
@@ -212,16 +248,14 @@ def test_without_a_pressure_record_any_lost_window_backs_off(tmp_path: Path) -> 
     read_end, write_end = os.pipe()
     os.set_blocking(read_end, False)
     try:
-        for backoff, polls_again in ((3600.0, False), (0.0, True)):
-            spinner = Spinner(window=0.001, backoff=backoff, pressure=pressure)
-            os.write(write_end, b"x")
-            assert spinner.read(read_end, float("-inf")) == b"x"
-            os.write(write_end, b"y")
-            assert spinner.read(read_end) is None  # off: the caller sleeps instead
-            spinner.slept(0.0)
-            assert (spinner.read(read_end) == b"y") is polls_again
-            if not polls_again:
-                assert os.read(read_end, 1) == b"y"
+        spinner = Spinner(window=0.001, backoff=0.0, pressure=pressure)
+        os.write(write_end, b"x")
+        assert spinner.read(read_end, float("-inf")) == b"x"
+        os.write(write_end, b"y")
+        assert spinner.read(read_end) is None  # off: the caller sleeps instead
+        spinner.slept(0.0)
+        assert spinner.read(read_end) is None  # and polls again only after BLIND_SECONDS
+        assert os.read(read_end, 1) == b"y"
     finally:
         for fd in (pressure, read_end, write_end):
             os.close(fd)
