@@ -337,3 +337,21 @@ def printed_by_fresh_interpreter(program: str) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/pressure/cpu"), reason="no pressure record")
+async def test_a_confined_worker_reads_the_pressure_record_only_through_its_own_descriptor(
+    confined: Worker,
+) -> None:
+    """Its spinners tell a busy machine from one at rest after confinement, through the
+    descriptor opened before it; opening the record by name is refused like any path."""
+    code = (
+        "import gc\n"
+        "from codeact.executors._spin import Spinner, stalled_seconds\n"
+        "spinners = [o for o in gc.get_objects() if type(o) is Spinner]\n"
+        "result = (len(spinners), [stalled_seconds(s._pressure) is not None for s in spinners],"
+        " stalled_seconds())"
+    )
+    answer = await escape(confined, code)
+    assert answer["ok"] is True, answer["error"]
+    assert answer["value"] == "(2, [True, True], None)"
