@@ -180,8 +180,13 @@ class Guards:
         if name[:1] == "_":
             return self._private_getattr(obj, name, default)
         if name in FORBIDDEN_ATTRIBUTES:  # frames, code, tracebacks, mro: never by any path
-            if name == "mro" and isinstance(obj, type) and obj in SCRIPT_CLASSES:
-                # the script's own class: its __mro__ as a list, classes as type() shows
+            if (
+                name == "mro"
+                and isinstance(obj, type)
+                and (obj in SCRIPT_CLASSES or _builtin_hierarchy(obj))
+            ):
+                # the script's own class or a builtin: its __mro__ as a list, classes as
+                # type() shows them
                 return Builtin(lambda: list(self._dunder(obj, "__mro__", _MISSING)), name)
             raise SecurityViolation(f"access to the attribute {name!r} is not allowed")
         if type(obj) is Pending:  # a planned write's result has no content to read yet
@@ -416,6 +421,18 @@ class Guards:
                 while base is not None and _made_here(base):
                     base = base.__base__
                 return None if base is None else self.class_shown(base)
+            if name == "__subclasses__":  # the classes the script derived from it: its own
+                subclasses = type.__dict__["__subclasses__"]  # type's, never the class's own
+                return Builtin(lambda: [k for k in subclasses(obj) if k in SCRIPT_CLASSES], name)
+        if isinstance(obj, type) and _builtin_hierarchy(obj):
+            # int.__mro__, KeyError.__bases__: builtins, as a script class derived from one
+            # shows them already
+            if name == "__mro__":
+                return tuple(self.class_shown(k) for k in _MRO(obj))
+            if name == "__bases__":
+                return tuple(self.class_shown(k) for k in obj.__bases__)
+            if name == "__base__":
+                return None if obj.__base__ is None else self.class_shown(obj.__base__)
         if name in ("__dataclass_fields__", "__match_args__", "__slots__") and own:
             value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
             if name == "__dataclass_fields__" or type(value) in (tuple, list, str):
@@ -1468,6 +1485,15 @@ def _class_parameters(cls: type) -> tuple[Any, ...] | None:
         if "__parameters__" in DUNDER_DATA.get(type(base), ()):  # a facade's typing form
             found.update(dict.fromkeys(base.__parameters__))
     return tuple(found)
+
+
+@recursion_safe  # reads only
+def _builtin_hierarchy(cls: type) -> bool:
+    """A class written in C that scripts name as plain data, derive from or raise: its
+    ancestors are such classes too (a class of the runtime's, or any host class, is not)."""
+    return not cls.__flags__ & HEAP_TYPE and (
+        cls in PLAIN_TYPES or cls in BASE_CLASSES or issubclass(cls, BaseException)
+    )
 
 
 def _made_here(cls: type) -> bool:

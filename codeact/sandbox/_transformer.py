@@ -42,8 +42,9 @@ READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__
 # Dunder attributes the guard answers with what the object model permits: the
 # script's own class (``type(x)``'s answer), its own objects' and classes' ``__dict__``, a
 # dataclass's fields, an enum's members, an exception's chain and notes, a script class's
-# bases as ``type()`` shows classes. Never frames, code, globals or a host class's
-# hierarchy (``__subclasses__`` stays unreachable).
+# bases and subclasses and a builtin class's bases as ``type()`` shows classes. Never
+# frames, code, globals or a host class's hierarchy (no class but the script's own
+# answers ``__subclasses__``).
 GUARDED_DUNDERS = frozenset(
     {
         "__class__",
@@ -59,6 +60,7 @@ GUARDED_DUNDERS = frozenset(
         "__bases__",
         "__base__",
         "__mro__",
+        "__subclasses__",
         "__abstractmethods__",
         "__annotations__",
     }
@@ -303,7 +305,7 @@ class CodeActPolicy(RestrictingNodeTransformer):
     # Attributes ---------------------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
-        # Cls.mro(): the guard answers it for the script's own classes, as __mro__
+        # Cls.mro(): the guard answers it as __mro__ (the script's own classes, builtins)
         read_mro = node.attr == "mro" and isinstance(node.ctx, ast.Load)
         if node.attr in FORBIDDEN_ATTRIBUTES and not read_mro:
             self.error(node, f'"{node.attr}" is a restricted attribute.')

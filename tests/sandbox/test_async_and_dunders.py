@@ -34,7 +34,7 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("cr-code", CORO + "x = c()\nx.cr_code", SEC),
     ("cr-await", CORO + "x = c()\ngetattr(x, 'cr_await')", SEC),
     ("cr-origin", CORO + "x = c()\ngetattr(x, 'cr_origin')", SEC),
-    ("coroutine-class", CORO + "type(c()).__subclasses__()", SEC),
+    ("coroutine-class", CORO + "co = c()\nawait co\ntype(co).__subclasses__()", SEC),
     # asyncio internals
     ("task-get-coro", TASK + "t.get_coro()", SEC),
     ("task-get-loop", TASK + "t.get_loop()", SEC),
@@ -77,8 +77,8 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("await-tool-object", "await add", RUN),
     # Dunders that would reach the host
     ("class-of-facade-builds", "import json\ntype(json)('x', {})", SEC),
-    ("class-dunder-base", "(1).__class__.__base__", SEC),
-    ("class-dunder-mro", "getattr(''.__class__, '__mro__')", SEC),
+    ("class-dunder-base", "(1).__class__.__base__.__subclasses__()", SEC),
+    ("class-dunder-mro", "getattr(''.__class__, '__mro__')[-1].__subclasses__()", SEC),
     ("dict-of-host-object", "import collections\ncollections.Counter().__dict__", SEC),
     # a script class's namespace is what its body bound: no host descriptor in it
     ("dict-of-script-class", "class A:\n    pass\nA.__dict__['__dict__']", RUN),

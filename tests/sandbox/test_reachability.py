@@ -52,6 +52,7 @@ PROBED_DUNDERS = (
     "__base__",
     "__bases__",
     "__mro__",
+    "mro",
     "__subclasses__",
     "__builtins__",
     "__module__",
@@ -127,7 +128,9 @@ ALLOWED_DUNDERS = frozenset(
     {"__init__", "__class__", "__dict__", "__dataclass_fields__", "__context__", "__cause__"}
     | {"__members__"}  # a script enum's own members, by name
     | {"__args__", "__origin__", "__parameters__", "__metadata__"}  # typing forms' parts
-    | {"__bases__", "__base__", "__mro__"}  # a script class's bases, as type() shows them
+    | {"__bases__", "__base__", "__mro__"}  # a script class's or a builtin's bases, as shown
+    | {"__subclasses__"}  # a script class's: the classes the script derived from it
+    | {"mro"}  # a script class's or a builtin's __mro__, as a list
     | {"__abstractmethods__"}  # the names a script ABC lacks: strings
     | {"__new__"}  # the script's own, or a builtin's that makes only the script's objects
     | {"__fspath__"}  # a path's own string, by a bound method of its class
@@ -577,6 +580,9 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox(crawled: Crawled) -
     assert any(path.endswith("json.load") for path, _ in reached)  # reads through them
     assert any(path.endswith(".redirect_stdout") for path, _ in reached)  # contextlib's
     assert any(path.endswith(".redirect_stderr") for path, _ in reached)
+    # a script class's subclasses (called in the call pass), a builtin's ancestors
+    assert any(path.endswith(".__subclasses__") for path, _ in reached)
+    assert any(path.endswith("builtins.KeyError.__mro__") for path, _ in reached)
     assert len(reached) < MAX_OBJECTS  # and ended with nothing left, not at its bound
 
 
@@ -690,6 +696,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest = (".__fspath__", ".__missing__", ".group", ".pbkdf2_hmac", ".iter_unpack")
     newest += (".get_type_hints", ".static_order", ".get_ready")
     newest += (".get_event_loop", ".run_until_complete", ".call_later", ".run_in_executor")
+    newest += (".__subclasses__", ".mro")  # a script class's subclasses, a builtin's ancestors
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
     for name in ("eval", "exec", "input"):  # the interpreter's own builtins, called too

@@ -30,19 +30,31 @@ ATTACKS: list[tuple[str, str, str]] = [
     # Class hierarchy walks
     ("subclasses-walk", "[c for c in ().__class__.__bases__[0].__subclasses__()]", SEC),
     ("getattr-class", "getattr((), '__class__').__subclasses__()", SEC),
-    ("getattr-built-name", "getattr(getattr((), '__cl' + 'ass__'), '__ba' + 'se__')", SEC),
-    ("type-mro", "type(()).mro()", SEC),
-    ("getattr-mro", "getattr(type(()), 'mro')()", SEC),
+    # a builtin's ancestors are builtins the script holds already (object is one); the walk
+    # is stopped where it would go down again, to the host's classes
+    (
+        "getattr-built-name",
+        "getattr(getattr(getattr((), '__cl' + 'ass__'), '__ba' + 'se__'), '__subcl' + 'asses__')()",
+        SEC,
+    ),
+    ("type-mro", "type(()).mro()[-1].__subclasses__()", SEC),
+    ("getattr-mro", "getattr(type(()), 'mro')()[-1].__subclasses__()", SEC),
     ("object-subclasses", "object.__subclasses__()", SEC),
     ("type-subclasses-call", "type.__subclasses__(object)", SEC),
-    ("int-base", "int.__base__", SEC),
+    ("int-base", "int.__base__.__subclasses__()", SEC),
+    ("int-subclasses", "int.__subclasses__()", SEC),  # bool, and the host's int classes
+    ("exception-subclasses", "Exception.__subclasses__()", SEC),
+    ("error-mro-subclasses", "KeyError.__mro__[1].__subclasses__()", SEC),
+    ("script-class-object-subclasses", "class A:\n    pass\nA.__base__.__subclasses__()", SEC),
+    ("subclasses-through-type", "class A:\n    pass\ntype(A).__subclasses__(A)", SEC),
+    ("type-mro-itself", "type.__mro__", SEC),  # type is no builtin class of the script's
     ("hasattr-dunder", "hasattr(1, '__subclasshook__')", SEC),
     # a class's __new__ builds the script's own objects only
     ("type-three-args-new", "type('X', (), {'__new__': lambda cls: object.__new__(dict)})()", SEC),
     ("metaclass-subclass-type", "class M(type):\n    pass", SEC),
     ("metaclass-keyword", "class X(metaclass=type):\n    pass", SEC),
     # Format strings
-    ("format-class", "'{0.__class__.__base__}'.format(1)", SEC),
+    ("format-class", "'{0.__class__.__base__.__subclasses__}'.format(1)", SEC),
     ("format-globals", "def f():\n    pass\n'{0.__globals__}'.format(f)", SEC),
     (
         "format-map",
@@ -50,11 +62,11 @@ ATTACKS: list[tuple[str, str, str]] = [
         "'{a.__init__.__globals__}'.format_map({'a': Point()})",
         SEC,
     ),
-    ("format-type-level", "str.format('{0.__class__.__base__}', 1)", SEC),
+    ("format-type-level", "str.format('{0.__class__.__base__.__subclasses__}', 1)", SEC),
     ("format-gi-frame", "def g():\n    yield 1\n'{0.gi_frame}'.format(g())", SEC),
     (
         "string-formatter",
-        "import string\nstring.Formatter().format('{0.__class__.__mro__}', 1)",
+        "import string\nstring.Formatter().format('{0.__class__.__mro__[1].__subclasses__}', 1)",
         SEC,
     ),
     (
@@ -79,7 +91,11 @@ ATTACKS: list[tuple[str, str, str]] = [
         "class S(str):\n    pass\nformat(S('x'), '.999999999d')",
         LIMIT,
     ),
-    ("format-literal-index-path", "'{0[0].__class__.__bases__}'.format([1])", SEC),
+    (
+        "format-literal-index-path",
+        "'{0[0].__class__.__bases__[0].__subclasses__}'.format([1])",
+        SEC,
+    ),
     ("replace-literal-growth", "('a' * 10**6).replace('a', 'bb' * 600)", LIMIT),
     ("ljust-variable-width", "w = 10**10\n'x'.ljust(w)", LIMIT),
     ("fstring-width-bomb", "w = 999999999\nf'{1:>{w}}'", LIMIT),
@@ -166,7 +182,8 @@ ATTACKS: list[tuple[str, str, str]] = [
     (
         "future-annotation-dunder",
         "from __future__ import annotations\n"
-        "def f(x: ().__class__.__base__.__subclasses__()):\n    pass\nf.__annotations__",
+        "def f(x: ().__class__.__base__.__subclasses__()[0].__init__.__globals__):\n"
+        "    pass\nf.__annotations__",
         SEC,
     ),
     ("typing-sys", "import typing\ntyping.sys", RUN),
