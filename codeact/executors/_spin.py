@@ -31,7 +31,7 @@ CONTENDED_SECONDS = 0.05
 # The same where there is no record: polling itself is then the test, and costs a window.
 BLIND_SECONDS = 0.25
 # The share of time tasks waited for a processor that makes a lost window a busy machine's.
-CONTENDED_SHARE = 0.5
+CONTENDED_SHARE = 0.25
 PRESSURE = "/proc/pressure/cpu"
 READ_CHUNK = 1 << 16
 
