@@ -239,16 +239,19 @@ def test_when_a_back_off_ends_the_pressure_record_decides_whether_polling_resume
             os.close(fd)
 
 
-def test_without_a_pressure_record_any_lost_window_backs_off(tmp_path: Path) -> None:
-    from codeact.executors._spin import Spinner
+def test_without_a_pressure_record_any_lost_window_backs_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codeact.executors import _spin
 
+    monkeypatch.setattr(_spin, "BLIND_SECONDS", 3600.0)  # over only when the test is
     unreadable = tmp_path / "not-a-record"
     unreadable.write_text("no pressure here\n")
     pressure = os.open(unreadable, os.O_RDONLY)
     read_end, write_end = os.pipe()
     os.set_blocking(read_end, False)
     try:
-        spinner = Spinner(window=0.001, backoff=0.0, pressure=pressure)
+        spinner = _spin.Spinner(window=0.001, backoff=0.0, pressure=pressure)
         os.write(write_end, b"x")
         assert spinner.read(read_end, float("-inf")) == b"x"
         os.write(write_end, b"y")
@@ -261,13 +264,16 @@ def test_without_a_pressure_record_any_lost_window_backs_off(tmp_path: Path) -> 
             os.close(fd)
 
 
-def test_a_spinner_polls_again_only_after_a_wait_that_would_have_fitted() -> None:
+def test_a_spinner_polls_again_only_after_a_wait_that_would_have_fitted(tmp_path: Path) -> None:
     from codeact.executors._spin import Spinner
 
+    record = tmp_path / "pressure"
+    _pressure_record(record, 1_000_000)  # a machine at rest, however this one is loaded
+    pressure = os.open(record, os.O_RDONLY)
     read_end, write_end = os.pipe()
     os.set_blocking(read_end, False)
     try:
-        spinner = Spinner(window=0.001)
+        spinner = Spinner(window=0.001, pressure=pressure)
         os.write(write_end, b"x")
         assert spinner.read(read_end) == b"x"
         assert spinner.read(read_end) is None  # nothing came: off
@@ -280,6 +286,7 @@ def test_a_spinner_polls_again_only_after_a_wait_that_would_have_fitted() -> Non
         os.close(write_end)
         assert spinner.read(read_end) == b""  # the writer closed its end
     finally:
+        os.close(pressure)
         os.close(read_end)
         with contextlib.suppress(OSError):
             os.close(write_end)
