@@ -14,8 +14,8 @@ a reader asleep on the pipe would have been woken at once. An answer read past i
 is that sign, but not proof: a machine at rest loses a window too, once in a while, to a
 daemon's turn or the hypervisor's. So a lost window turns polling off only if the kernel's
 pressure record (PSI, ``/proc/pressure/cpu``) shows tasks kept waiting for a processor for
-at least half the time since the window lost before; without that record, every lost window
-counts. Polling then stays off for a while, however short the waits prove; when that is
+at least a quarter of the time since it was last read; without that record, every lost
+window counts. Polling then stays off for a while, however short the waits prove; when that is
 over, the record is read again first (a few microseconds, where a poll would lose a window
 to learn the same), and a machine still busy keeps it off for another while.
 """
