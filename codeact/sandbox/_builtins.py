@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -91,6 +92,14 @@ class _GuardedType(type):
         # issubclass(type, type): a stand-in asked about itself answers for its real type
         return issubclass(sub if found is None else found[0], _STAND_INS[id(cls)][0])
 
+    def __getitem__(cls, item: Any) -> Any:
+        """``type[int]`` (CPython's own case), ``enumerate[str]``: an alias whose origin is the
+        stand-in, as the script holds it."""
+        real = _STAND_INS[id(cls)][0]
+        if real is not type and "__class_getitem__" not in vars(real):
+            raise TypeError(f"type {cls.__name__!r} is not subscriptable")
+        return types.GenericAlias(cls, item)
+
     def __repr__(cls) -> str:
         return repr(_STAND_INS[id(cls)][0])
 
@@ -126,6 +135,8 @@ def guarded_type(
         del members[name]
     members["__doc__"] = real.__doc__
     members["__module__"] = real.__module__  # sealed from birth: named as the real one
+    if "__class_getitem__" in vars(real):  # enumerate.__class_getitem__(str), as in CPython
+        members["__class_getitem__"] = classmethod(types.GenericAlias)
     stand_in = seal(_GuardedType(real.__name__, (), members, key=_STAND_IN_KEY))
     # weakly: the table is the process's, a constructor bound to guards is one session's
     if inspect.ismethod(construct):

@@ -198,6 +198,8 @@ class Guards:
         kind = type(obj)
         if kind in self.raw:
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if kind is types.GenericAlias:  # list[int].append: its origin's, as CPython forwards
+            return self.getattr(obj.__origin__, name, default)
         if name == "obj" and isinstance(obj, BaseException):
             # AttributeError.obj: the receiver of a failed read, perhaps host code's own
             raise SecurityViolation("access to the attribute 'obj' of an error is not allowed")
@@ -264,6 +266,9 @@ class Guards:
 
     @recursion_safe  # reads, and returns what it found
     def _private_getattr(self, obj: Any, name: str, default: Any) -> Any:
+        if type(obj) is types.GenericAlias and name not in _ALIAS_OWN_DUNDERS:
+            # list[int].__mro__: the origin's (the script holds it as __origin__ already)
+            return self._private_getattr(obj.__origin__, name, default)
         if name in READABLE_DUNDERS:  # __name__, __qualname__, __doc__: plain strings only
             reader = DUNDERS_SHOWN.get(type(obj))  # the exact type: never a script's class
             if reader is not None:  # a module stand-in's name, which it does not hold
@@ -312,6 +317,8 @@ class Guards:
                 mro = obj.__self_class__.__mro__  # type: ignore[attr-defined]
                 after = mro[mro.index(obj.__thisclass__) + 1 :]  # type: ignore[attr-defined]
                 return self._dunder_found(obj, name, after, default)
+        elif name == "__class_getitem__" and (alias := _alias_maker(obj)) is not None:
+            return alias  # list.__class_getitem__(int) is list[int], and builds nothing else
         elif name in SCRIPT_DUNDERS:
             return self._dunder_method(obj, name, default)
         elif (is_private_name(name) or name in ENUM_SUNDERS) and owns_private_name(obj, name):
@@ -483,9 +490,9 @@ class Guards:
             # wrapper.calls = 0: a public attribute of the script's own function (no host
             # code reads one; private names and dunders are refused before this)
             return obj
-        if type(obj) in PLAIN_TYPES or type(obj) is object:
-            # (1).x = 2, t[0] = 1, object().x = 1: exact builtins have no attribute or item
-            # a write could reach, so CPython's own AttributeError or TypeError says no
+        if type(obj) in PLAIN_TYPES or type(obj) in _UNWRITABLE_TYPES:
+            # (1).x = 2, t[0] = 1, object().x = 1, list[int].x = 1: these builtins have no
+            # attribute or item a write could reach, so CPython's own error says no
             return obj
         kind = obj.__name__ if isinstance(obj, type) else type(obj).__name__
         raise SecurityViolation(f"{kind} objects cannot be modified from scripts")
@@ -1496,6 +1503,63 @@ def _builtin_hierarchy(cls: type) -> bool:
     )
 
 
+# What a GenericAlias answers itself; it forwards every other name to its origin.
+_ALIAS_OWN_DUNDERS = frozenset(
+    {
+        "__class__",
+        "__origin__",
+        "__args__",
+        "__parameters__",
+        "__unpacked__",
+        "__typing_unpacked_tuple_args__",
+        "__mro_entries__",
+        "__reduce_ex__",
+        "__reduce__",
+        "__copy__",
+        "__deepcopy__",
+    }
+)
+# Objects with no attribute or item a write could reach (nor a __setattr__ of their own).
+_UNWRITABLE_TYPES = frozenset({object, types.GenericAlias, types.UnionType})
+
+
+@recursion_safe  # reads, and makes a wrapper
+def _alias_maker(obj: Any) -> Callable[[Any], Any] | None:
+    """``obj.__class_getitem__`` where it only makes the alias ``obj[item]`` (CPython's own
+    for a builtin class and the classes derived from it, ``re.Pattern``'s for its stand-in),
+    bound to ``obj`` without a lookup on it; None where it is anything else."""
+    if type(obj) is OpaqueType:  # the stand-in, as the alias's origin: never the real type
+        if _alias_method(_OPAQUE_REAL[id(obj)][0]) is None:
+            return None
+        origin: Any = obj  # GenericAlias takes any origin; typeshed says a type
+        return Builtin(lambda item: types.GenericAlias(origin, item), "__class_getitem__")
+    if not isinstance(obj, type):
+        return None
+    method = _alias_method(obj)
+    if method is None:
+        return None
+    if type(method) is classmethod:  # a stand-in's: a call to hold, never its parts
+        return Builtin(lambda item: types.GenericAlias(obj, item), "__class_getitem__")
+    bound: Callable[[Any], Any] = method.__get__(None, obj)  # C's: its __self__ is obj, unread
+    return bound
+
+
+@recursion_safe  # reads only
+def _alias_method(cls: type) -> Any:
+    """The ``__class_getitem__`` ``cls`` finds first, if it is one that only makes an alias:
+    a builtin's (C's ``Py_GenericAlias``) or a stand-in's ``classmethod(GenericAlias)``."""
+    for k in _MRO(cls):
+        own = vars(k).get("__class_getitem__")
+        if own is None:
+            continue
+        if type(own) is types.ClassMethodDescriptorType and not k.__flags__ & HEAP_TYPE:
+            return own
+        if type(own) is classmethod and own.__func__ is types.GenericAlias:
+            return own
+        return None
+    return None
+
+
 def _made_here(cls: type) -> bool:
     """A class the runtime made between a script's class and its base (NamedTuple's
     namedtuple): CPython's class has no such step, so its hierarchy never shows it."""
@@ -1597,11 +1661,14 @@ class OpaqueType:
     no read, guarded or not, reaches it.
     """
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__dict__", "__weakref__")
 
     def __init__(self, real: type, name: str | None = None, module: str = "") -> None:
         _OPAQUE_REAL[id(self)] = (real, name or real.__name__, module)
         weakref.finalize(self, _OPAQUE_REAL.pop, id(self), None)
+        # what an alias's repr reads (re.Pattern[str]): two strings, read before the class's
+        # own __module__ (scripts read neither here: their reads go to _opaque_dunder)
+        vars(self).update(__qualname__=name or real.__name__, __module__=module or "builtins")
 
     @property
     def __name__(self) -> str:
@@ -1614,6 +1681,13 @@ class OpaqueType:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # a host class: never built by scripts
         raise SecurityViolation(f"{self.__name__} objects cannot be made from scripts")
+
+    def __getitem__(self, item: Any) -> Any:
+        """``re.Pattern[str]``: an alias of the stand-in, where the real type makes one."""
+        make = _alias_maker(self)
+        if make is None:
+            raise TypeError(f"type {self.__name__!r} is not subscriptable")
+        return make(item)
 
     def __repr__(self) -> str:
         module = _OPAQUE_REAL[id(self)][2]

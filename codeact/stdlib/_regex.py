@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,6 +75,8 @@ class Pattern:
     run's size limit."""
 
     __slots__ = ("_ascii", "_compiled", "_guards")
+    # re.Pattern[str]: an alias of the stand-in
+    __class_getitem__: Any = classmethod(types.GenericAlias)
 
     def __init__(self, compiled: Any, guards: Guards, flags: int) -> None:
         self._compiled = compiled
@@ -204,6 +207,8 @@ class Match:
     """``re.Match`` as scripts hold it: the engine's match, read through re's surface."""
 
     __slots__ = ("_found", "_pattern")
+    # re.Match[str]: an alias of the stand-in
+    __class_getitem__: Any = classmethod(types.GenericAlias)
 
     def __init__(self, found: Any, pattern: Pattern) -> None:
         self._found = found

@@ -135,6 +135,7 @@ ALLOWED_DUNDERS = frozenset(
     | {"__new__"}  # the script's own, or a builtin's that makes only the script's objects
     | {"__fspath__"}  # a path's own string, by a bound method of its class
     | {"__missing__"}  # a defaultdict's: its factory's value for a key, as d[key] makes it
+    | {"__class_getitem__"}  # a builtin's or a stand-in's: it makes obj[item], an alias of obj
     | INERT_DUNDERS
     | CHANGING_DUNDERS
 )
@@ -327,6 +328,12 @@ Item = typing.TypeVar('Item')
 class GBox(typing.Generic[Item]):
     pass
 seeds += [GBox, GBox[int], GBox[int](), GBox.__parameters__, GBox.__mro__, typing.List[GBox]]
+# aliases, whose other names are their origin's: a builtin's, a stand-in's, a script class's
+seeds += [list[int], dict[str, int], type[int], enumerate[str], re.Pattern[str], re.Match[str]]
+seeds += [asyncio.Task[int], collections.deque[int], collections.OrderedDict[str, int]]
+class Listed(list):
+    pass
+seeds += [Model.__class_getitem__, list.__class_getitem__(Model), Listed, Listed[int]]
 MadeData = dataclasses.make_dataclass('MadeData', [('x', int), ('y', int, 0)], frozen=True)
 seeds += [dataclasses.make_dataclass, MadeData, MadeData(1), vars(MadeData)]
 sorter = graphlib.TopologicalSorter({'a': ['b'], 'b': []})
@@ -582,6 +589,8 @@ def test_nothing_a_script_can_reach_leads_out_of_the_sandbox(crawled: Crawled) -
     assert any(path.endswith(".redirect_stderr") for path, _ in reached)
     # a script class's subclasses (called in the call pass), a builtin's ancestors
     assert any(path.endswith(".__subclasses__") for path, _ in reached)
+    # an alias's names are read through to its origin, and a builtin makes aliases
+    assert any(path.endswith(".__class_getitem__") for path, _ in reached)
     assert any(path.endswith("builtins.KeyError.__mro__") for path, _ in reached)
     assert len(reached) < MAX_OBJECTS  # and ended with nothing left, not at its bound
 
@@ -697,6 +706,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += (".get_type_hints", ".static_order", ".get_ready")
     newest += (".get_event_loop", ".run_until_complete", ".call_later", ".run_in_executor")
     newest += (".__subclasses__", ".mro")  # a script class's subclasses, a builtin's ancestors
+    newest += (".__class_getitem__",)  # a builtin's alias maker, read on a class or an alias
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
     for name in ("eval", "exec", "input"):  # the interpreter's own builtins, called too

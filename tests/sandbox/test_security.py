@@ -307,6 +307,21 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("staticmethod-func", "s = staticmethod(len)\ns.__func__", SEC),
     # an lru_cache hands out what it wraps only when that is the script's own function
     ("lru-cache-wrapped-host", "import functools\nfunctools.lru_cache(None)(len).__wrapped__", SEC),
+    # An alias reads through to its origin, guarded as the origin is read
+    ("alias-origin-subclasses", "list[int].__subclasses__()", SEC),
+    ("alias-of-object-walk", "type(list[int])(object, ()).__subclasses__()", SEC),
+    ("alias-of-a-facade-function", "import json\ntype(list[int])(json.dumps, ()).__globals__", SEC),
+    (
+        "alias-of-a-host-object-dict",
+        "import queue\ntype(list[int])(queue.Queue(), ()).__dict__",
+        SEC,
+    ),
+    ("alias-private-of-origin", "import queue\ntype(list[int])(queue.Queue(), ())._items", SEC),
+    ("alias-real-pattern-class", "import re\nre.Pattern[str].__origin__._compiled", SEC),
+    ("alias-maker-parts", "import re\nre.Pattern.__class_getitem__._call", SEC),
+    ("alias-maker-self", "list.__class_getitem__.__self__", SEC),
+    ("alias-maker-of-a-typing-form", "import typing\ntyping.Generic.__class_getitem__", SEC),
+    ("alias-reduce", "list[int].__reduce__()", SEC),
     # Writes to what the host owns
     ("write-facade", "import json\njson.dumps = print", SEC),
     ("setattr-facade", "import math\nsetattr(math, 'pi', 3)", SEC),
