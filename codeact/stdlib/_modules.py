@@ -148,18 +148,29 @@ class ScriptRandom(random.Random):
     def seed(self, a: Any = None, version: int = 2) -> None:
         super().seed(recorded.seed_value() if a is None else a, version)
 
-    def getrandbits(self, k: int) -> int:
-        if k > MAX_RANDOM_BITS:
+    def getrandbits(self, *args: Any, **keywords: Any) -> int:
+        no_keywords("Random.getrandbits", keywords)  # C's method takes none
+        if len(args) != 1:
+            given = f"({len(args)} given)"
+            raise TypeError(f"Random.getrandbits() takes exactly one argument {given}")
+        k = args[0]
+        # past a C int, CPython's own OverflowError says no before anything is drawn
+        if type(k) is int and MAX_RANDOM_BITS < k <= C_INT_MAX:
             raise LimitExceeded("integer size", f"getrandbits({k:,}) asks for too many bits")
         return super().getrandbits(k)
 
     def randbytes(self, n: int) -> bytes:
-        if n > MAX_RANDOM_BITS // 8:
+        if type(n) is int and MAX_RANDOM_BITS // 8 < n <= C_INT_MAX // 8:
             raise LimitExceeded("sequence size", f"randbytes({n:,}) asks for too many bytes")
         return super().randbytes(n)
 
     def __repr__(self) -> str:
         return "<random.Random object>"
+
+
+# named as the class it stands for, where CPython's own errors name it ('Random' object ...)
+ScriptRandom.__name__ = ScriptRandom.__qualname__ = "Random"
+C_INT_MAX = 2**31 - 1
 
 
 def _namedtuple(

@@ -127,8 +127,10 @@ BOMBS = {
     ),
     "factorial": "import math\nmath.factorial(10**7)",
     "comb": "import math\nmath.comb(10**8, 10**7)",
-    "getrandbits": "import random\nrandom.getrandbits(10**10)",
-    "own-random-bits": "import random\nrandom.Random(1).getrandbits(10**10)",
+    # a count that fits a C int (CPython's OverflowError refuses a larger one, drawing nothing)
+    "getrandbits": "import random\nrandom.getrandbits(2**31 - 1)",
+    "own-random-bits": "import random\nrandom.Random(1).getrandbits(2**30)",
+    "own-random-bytes": "import random\nrandom.Random(1).randbytes(2**28 - 1)",
     "shake-digest": "import hashlib\nhashlib.shake_256(b'x').hexdigest(10**10)",
     # one C call derives the whole key: its rounds (iterations times blocks) are counted first
     "struct-pad": "import struct\nstruct.pack('999999999x')",
