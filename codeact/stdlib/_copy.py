@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
+import types
 from typing import Any
 
 from ..sandbox._errors import recursion_safe
@@ -23,7 +25,9 @@ from ..sandbox._ownership import (
     is_script_class,
     is_script_function,
 )
+from ._facade import Facade
 
+_MISSING = object()
 # Values that are their own copies: immutable, or opaque stand-ins.
 _ATOMIC = frozenset(PLAIN_TYPES - {list, dict, set, bytearray})
 _CONTAINERS = (collections.deque, collections.OrderedDict, collections.defaultdict)
@@ -42,6 +46,10 @@ def copy(x: Any) -> Any:
     if is_script_class(kind):
         own = _own_method(kind, "__copy__")
         return own(x) if own is not None else _copy_object(x, lambda item: item)
+    if kind is functools.partial:  # a new partial of the same parts, as its reduce makes it
+        return _partial(x, lambda item: item)
+    if kind is types.MethodType and is_script_function(x.__func__):
+        return types.MethodType(x.__func__, x.__self__)  # bound to the same receiver
     return _opaque(x)
 
 
@@ -68,7 +76,12 @@ def _deep(value: Any, memo: dict[int, Any]) -> Any:
         result = memo[key] = []
         result.extend(_deep(item, memo) for item in value)
     elif kind is tuple:
-        result = tuple(_deep(item, memo) for item in value)
+        items = [_deep(item, memo) for item in value]
+        if key in memo:  # an item's copy reached this tuple again: that copy closes the cycle
+            return memo[key]
+        # a tuple whose items all copy to themselves is its own copy, as in CPython
+        same = all(new is old for new, old in zip(items, value, strict=True))
+        result = value if same else tuple(items)
     elif kind is dict:
         result = memo[key] = {}
         for k, v in value.items():
@@ -78,11 +91,18 @@ def _deep(value: Any, memo: dict[int, Any]) -> Any:
     elif kind is bytearray:
         result = bytearray(value)
     elif kind in _CONTAINERS or isinstance(value, collections.Counter):
+        # a defaultdict's factory is copied too (its reduce hands it over as an argument)
+        factory = _deep(getattr(value, "default_factory", None), memo)
         if hasattr(value, "items"):
             copied = [(_deep(k, memo), _deep(v, memo)) for k, v in value.items()]
         else:
             copied = [_deep(item, memo) for item in value]
-        result = _rebuild(value, copied)
+        result = _rebuild(value, copied, factory)
+    elif kind is functools.partial:  # its parts copied, as copy reconstructs from its reduce
+        return _partial(value, lambda item: _deep(item, memo), memo)
+    elif kind is types.MethodType and is_script_function(value.__func__):
+        # the script's bound method: its function shared, its receiver copied
+        result = types.MethodType(value.__func__, _deep(value.__self__, memo))
     elif is_script_class(kind):
         own = _own_method(kind, "__deepcopy__")
         if own is not None:  # the script's own: it is handed the memo, a dict of its values
@@ -109,13 +129,31 @@ def _own_method(kind: type, name: str) -> Any:
 
 
 @recursion_safe  # builds only its own copy
-def _rebuild(value: Any, items: list[Any]) -> Any:
+def _rebuild(value: Any, items: list[Any], factory: Any = _MISSING) -> Any:
+    """A copy of a collection made as its reduce makes one (a Counter from a dict of its
+    counts, never from its pairs, which it would count); ``factory``: a defaultdict's."""
     kind = type(value)
     if isinstance(value, collections.defaultdict):
-        return kind(value.default_factory, items)
+        return kind(value.default_factory if factory is _MISSING else factory, items)
     if isinstance(value, collections.deque):
         return kind(items, value.maxlen)
+    if isinstance(value, collections.Counter):
+        return kind(dict(items))
     return kind(items)
+
+
+@recursion_safe  # builds only its own copy and fills the script's memo
+def _partial(
+    value: functools.partial[Any], copy_item: Any, memo: dict[int, Any] | None = None
+) -> Any:
+    """A partial made as copy reconstructs one: from its function's copy, then its state's
+    copy set (a function that copied to something uncallable is refused in CPython's words)."""
+    made = functools.partial(copy_item(value.func))
+    if memo is not None:
+        memo[id(value)] = made  # a part that holds the partial finds its copy
+    state = copy_item((value.func, value.args, value.keywords or None, None))
+    made.__setstate__(state)  # type: ignore[attr-defined]  # partial's own, untyped
+    return made
 
 
 @recursion_safe  # writes only to the copy it makes and the script's memo
@@ -245,7 +283,10 @@ _IMMUTABLE_BASES = (int, float, complex, str, bytes, tuple, frozenset)
 
 @recursion_safe  # reads only
 def _opaque(value: Any) -> Any:
-    """Facade values (dates, decimals, patterns, tools, functions) are immutable: shared."""
+    """Facade values (dates, decimals, patterns, tools, functions) are immutable: shared;
+    a module is refused, as pickling refuses it."""
+    if type(value) is Facade:
+        raise TypeError("cannot pickle 'module' object")
     if callable(value) or hash_or_none(value) is not None:
         return value
     raise TypeError(f"cannot copy {type(value).__name__} objects in scripts")
