@@ -35,12 +35,14 @@ import collections.abc
 import contextlib
 import csv
 import decimal
+import functools
 import heapq
 import html
 import io
 import keyword
 import numbers
 import operator
+import os
 import pprint
 import re
 import secrets
@@ -51,6 +53,7 @@ import tomllib
 import types
 import urllib.parse
 import zlib
+import zoneinfo
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -642,6 +645,70 @@ Decimal = seal(guarded_type(decimal.Decimal, _sized_decimal))
 SHOWN[decimal.Decimal] = Decimal
 
 
+# zoneinfo ------------------------------------------------------------------------------
+
+# Plain keys reach the real constructor, which refuses what is not one in its own words.
+_PLAIN_KEYS = (str, bytes, int, float, bool, type(None))
+
+
+def _zone(*args: Any, **keywords: Any) -> zoneinfo.ZoneInfo:
+    """``ZoneInfo(key)``: a time zone from the system's database, by a key the real class
+    checks is a path inside it (never absolute, never above it). Zones are immutable and
+    cached for the process, as in CPython: two sessions asking for one share it."""
+    given = len(args) + len(keywords)
+    if given > 1:  # the constructor's own parser names itself "function"
+        raise TypeError(f"function takes at most 1 argument ({given} given)")
+    if not args and "key" not in keywords:
+        raise TypeError("function missing required argument 'key' (pos 1)")
+    key = exact_value(args[0] if args else keywords["key"])
+    if type(key) not in _PLAIN_KEYS:  # a script's object: the lookup would call its methods
+        raise TypeError(f"expected str, bytes or os.PathLike object, not {type(key).__name__}")
+    try:
+        return zoneinfo.ZoneInfo(key)
+    except ImportError:  # a key not on disk is looked up last in the tzdata package, through
+        # importlib.resources, which a confined worker cannot import: no such zone either way
+        raise zoneinfo.ZoneInfoNotFoundError(f"No time zone found with key {key}") from None
+
+
+def _available_timezones() -> set[str]:
+    """``zoneinfo.available_timezones()``: the keys of the system's database, a new set each
+    call. CPython's looks in the tzdata package first, through ``importlib.resources``,
+    which a confined worker cannot import: the database's files alone are listed here, as
+    CPython lists them (the ``right`` and ``posix`` trees and ``posixrules`` left out)."""
+    return set(_system_zones())
+
+
+@functools.cache  # the system's database, read once for the process
+def _system_zones() -> frozenset[str]:
+    zones: set[str] = set()
+    for root_path in zoneinfo.TZPATH:
+        for folder, subfolders, files in os.walk(root_path):
+            if folder == root_path:
+                subfolders[:] = [name for name in subfolders if name not in ("right", "posix")]
+            for name in files:
+                path = os.path.join(folder, name)
+                key = os.path.relpath(path, root_path)
+                if key not in zones and _is_tzif(path):
+                    zones.add(key)
+    zones.discard("posixrules")
+    return frozenset(zones)
+
+
+def _is_tzif(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"TZif"
+    except OSError:
+        return False
+
+
+# what clears or bypasses the process's cache, or reads a file object, is left out
+ZoneInfo = seal(
+    guarded_type(zoneinfo.ZoneInfo, _zone, without=("clear_cache", "from_file", "no_cache"))
+)
+SHOWN[zoneinfo.ZoneInfo] = ZoneInfo
+
+
 def getcontext() -> Context:
     """``decimal.getcontext``: the run's own context, made from the current one on first use
     (the current one may be the host's: a script setting ``prec`` must not change it)."""
@@ -823,6 +890,14 @@ def static_everyday_facades() -> dict[str, Facade]:
             ),
         ),
         "tomllib": Facade("tomllib", pick(tomllib, "loads load TOMLDecodeError")),
+        "zoneinfo": Facade(
+            "zoneinfo",
+            {
+                "available_timezones": _available_timezones,
+                "ZoneInfoNotFoundError": zoneinfo.ZoneInfoNotFoundError,
+                "ZoneInfo": ZoneInfo,
+            },
+        ),
         "html": Facade("html", pick(html, "escape unescape")),
         "shlex": Facade(
             "shlex", {"split": _shlex_split, "quote": _shlex_quote, "join": _shlex_join}
@@ -963,6 +1038,7 @@ _SAMPLES = _samples()
 
 def _register() -> None:
     register_readable(StringIO, BytesIO, writable=False)
+    register_readable(zoneinfo.ZoneInfo, names=("key", "utcoffset", "tzname", "dst", "fromutc"))
     # a packed format: never pack_into (a write into a buffer)
     register_readable(
         struct.Struct, names=("format", "size", "pack", "unpack", "unpack_from", "iter_unpack")

@@ -168,8 +168,6 @@ class ScriptRandom(random.Random):
         return "<random.Random object>"
 
 
-# named as the class it stands for, where CPython's own errors name it ('Random' object ...)
-ScriptRandom.__name__ = ScriptRandom.__qualname__ = "Random"
 C_INT_MAX = 2**31 - 1
 
 
@@ -828,6 +826,9 @@ for _kind, _module, _name in (
     (Counter, "collections", "Counter"),
 ):
     _kind.__module__, _kind.__qualname__ = _module, _name
+# CPython's own errors name a class by __name__ ('Random' object has no attribute ...)
+ScriptRandom.__name__ = "Random"
+ScriptFormatter.__name__ = "Formatter"
 
 STATIC_FACADES = _static_facades()
 _register_readable_types()

@@ -70,6 +70,7 @@ DEFAULT_MODULES = frozenset(
         "uuid",
         "warnings",
         "zlib",
+        "zoneinfo",
     }
 )
 

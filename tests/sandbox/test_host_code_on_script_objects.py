@@ -926,3 +926,43 @@ def test_a_failing_callback_is_never_described_with_the_scripts_objects(run: Run
     )
     assert outcome.error is None, outcome.error
     assert outcome.value == ["ran", []]
+
+
+def test_a_zone_key_reaches_the_lookup_as_a_plain_string(run: Runner) -> None:
+    # zoneinfo's lookup is host Python (path checks and joins): a str subclass's own
+    # methods would run in it, with the host's frames on the stack
+    outcome = run(
+        _script(
+            """
+            import zoneinfo
+            called = []
+            class Key(str):
+                def startswith(self, *args):
+                    called.append('startswith')
+                    return False
+                def split(self, *args):
+                    called.append('split')
+                    return ['UTC']
+                def __fspath__(self):
+                    called.append('fspath')
+                    return 'UTC'
+            zone = zoneinfo.ZoneInfo(Key('Europe/Paris'))
+            class Place:
+                def __fspath__(self):
+                    called.append('place')
+                    return 'UTC'
+            try:
+                zoneinfo.ZoneInfo(Place())
+            except TypeError as error:
+                refused = str(error)
+            zone.key, type(zone.key).__name__, called, refused
+            """
+        )
+    )
+    assert outcome.ok, outcome.error
+    assert outcome.value == [
+        "Europe/Paris",
+        "str",
+        [],
+        "expected str, bytes or os.PathLike object, not Place",
+    ]

@@ -334,6 +334,8 @@ seeds += [asyncio.Task[int], collections.deque[int], collections.OrderedDict[str
 class Listed(list):
     pass
 seeds += [Model.__class_getitem__, list.__class_getitem__(Model), Listed, Listed[int]]
+import zoneinfo
+seeds += [zoneinfo.ZoneInfo('Europe/Paris')]
 MadeData = dataclasses.make_dataclass('MadeData', [('x', int), ('y', int, 0)], frozen=True)
 seeds += [dataclasses.make_dataclass, MadeData, MadeData(1), vars(MadeData)]
 sorter = graphlib.TopologicalSorter({'a': ['b'], 'b': []})
@@ -707,6 +709,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += (".get_event_loop", ".run_until_complete", ".call_later", ".run_in_executor")
     newest += (".__subclasses__", ".mro")  # a script class's subclasses, a builtin's ancestors
     newest += (".__class_getitem__",)  # a builtin's alias maker, read on a class or an alias
+    newest += (".ZoneInfo", ".available_timezones", ".utcoffset")  # zoneinfo's
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
     for name in ("eval", "exec", "input"):  # the interpreter's own builtins, called too

@@ -322,6 +322,20 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("alias-maker-self", "list.__class_getitem__.__self__", SEC),
     ("alias-maker-of-a-typing-form", "import typing\ntyping.Generic.__class_getitem__", SEC),
     ("alias-reduce", "list[int].__reduce__()", SEC),
+    # zoneinfo: the process's zone cache is never cleared or bypassed, nor a file read
+    ("zoneinfo-clear-cache", "import zoneinfo\nzoneinfo.ZoneInfo.clear_cache()", RUN),
+    (
+        "zoneinfo-from-file",
+        "import zoneinfo, io\nzoneinfo.ZoneInfo.from_file(io.BytesIO(b'TZif'))",
+        RUN,
+    ),
+    (
+        "zoneinfo-no-cache-by-type",
+        "import zoneinfo\ntype(zoneinfo.ZoneInfo('UTC')).no_cache('UTC')",
+        RUN,
+    ),
+    ("zoneinfo-write-key", "import zoneinfo\nzoneinfo.ZoneInfo('UTC').key = 'x'", SEC),
+    ("zoneinfo-real-class", "import zoneinfo\nzoneinfo.ZoneInfo.__mro__[0].clear_cache()", SEC),
     # Writes to what the host owns
     ("write-facade", "import json\njson.dumps = print", SEC),
     ("setattr-facade", "import math\nsetattr(math, 'pi', 3)", SEC),
