@@ -653,8 +653,9 @@ _PLAIN_KEYS = (str, bytes, int, float, bool, type(None))
 
 def _zone(*args: Any, **keywords: Any) -> zoneinfo.ZoneInfo:
     """``ZoneInfo(key)``: a time zone from the system's database, by a key the real class
-    checks is a path inside it (never absolute, never above it). Zones are immutable and
-    cached for the process, as in CPython: two sessions asking for one share it."""
+    checks is a path inside it (never absolute, never above it). Each key's zone is made
+    here once, from the plain key (``ZoneInfo(k) is ZoneInfo(k)``, as in CPython), never
+    taken from the class's own cache: a zone the host made there holds the host's key."""
     given = len(args) + len(keywords)
     if given > 1:  # the constructor's own parser names itself "function"
         raise TypeError(f"function takes at most 1 argument ({given} given)")
@@ -663,11 +664,19 @@ def _zone(*args: Any, **keywords: Any) -> zoneinfo.ZoneInfo:
     key = exact_value(args[0] if args else keywords["key"])
     if type(key) not in _PLAIN_KEYS:  # a script's object: the lookup would call its methods
         raise TypeError(f"expected str, bytes or os.PathLike object, not {type(key).__name__}")
+    made = _ZONES.get(key) if type(key) is str else None
+    if made is not None:
+        return made
     try:
-        return zoneinfo.ZoneInfo(key)
+        made = zoneinfo.ZoneInfo.no_cache(key)
     except ImportError:  # a key not on disk is looked up last in the tzdata package, through
         # importlib.resources, which a confined worker cannot import: no such zone either way
         raise zoneinfo.ZoneInfoNotFoundError(f"No time zone found with key {key}") from None
+    return _ZONES.setdefault(key, made)  # the first one made, if two threads raced
+
+
+# Zones made here, by key: immutable, and at most one per file of the database.
+_ZONES: dict[str, zoneinfo.ZoneInfo] = {}
 
 
 def _available_timezones() -> set[str]:

@@ -928,9 +928,17 @@ def test_a_failing_callback_is_never_described_with_the_scripts_objects(run: Run
     assert outcome.value == ["ran", []]
 
 
+class _HostKey(str):
+    """A key of the host's own, for a zone the host made in zoneinfo's process cache."""
+
+
 def test_a_zone_key_reaches_the_lookup_as_a_plain_string(run: Runner) -> None:
     # zoneinfo's lookup is host Python (path checks and joins): a str subclass's own
-    # methods would run in it, with the host's frames on the stack
+    # methods would run in it, with the host's frames on the stack. And a zone the host
+    # made (in the class's cache, keyed by its own object) is never handed to a script.
+    import zoneinfo
+
+    hosts = zoneinfo.ZoneInfo(_HostKey("Europe/Paris"))
     outcome = run(
         _script(
             """
@@ -966,3 +974,4 @@ def test_a_zone_key_reaches_the_lookup_as_a_plain_string(run: Runner) -> None:
         [],
         "expected str, bytes or os.PathLike object, not Place",
     ]
+    assert type(hosts.key) is _HostKey  # still the host's, in the cache the script never read
