@@ -16,10 +16,11 @@ subclass (which would outlive its session there).
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
 import types
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import regex
 
@@ -74,14 +75,15 @@ class Pattern:
     makes stopped at the run's time limit and every text it builds checked against the
     run's size limit."""
 
-    __slots__ = ("_ascii", "_compiled", "_guards")
+    __slots__ = ("_ascii", "_checked", "_compiled", "_guards")
     # re.Pattern[str]: an alias of the stand-in
     __class_getitem__: Any = classmethod(types.GenericAlias)
 
-    def __init__(self, compiled: Any, guards: Guards, flags: int) -> None:
+    def __init__(self, compiled: Any, guards: Guards, flags: int, checked: Any = None) -> None:
         self._compiled = compiled
         self._guards = guards
         self._ascii = isinstance(compiled.pattern, str) or bool(flags & RE_FLAGS["ASCII"])
+        self._checked = checked  # CPython's own compiled form: what templates are read by
 
     @property
     def pattern(self) -> Any:
@@ -143,6 +145,8 @@ class Pattern:
             raise LimitExceeded(
                 "wall time", "the regular expression ran past the script's time limit"
             ) from None
+        except regex.error as error:  # what CPython's checks let through: re's error still
+            raise re.error(str(error)) from None
 
     def _found(self, found: Any) -> Match | None:
         return None if found is None else Match(found, self)
@@ -157,6 +161,8 @@ class Pattern:
         limit = self._guards.limits.max_sequence_items
         if callable(repl):
             return _Counted(interruptible(repl), exact_len(text), limit, self)
+        if self._checked is not None and type(repl) in (str, bytes):
+            _check_template(repl, self._checked)
         if isinstance(repl, str | bytes) and isinstance(text, str | bytes):
             worst = (exact_len(text) + 1) * max(exact_len(repl), 1) + exact_len(text)
             if worst > limit and exact_len(repl) > 1:
@@ -184,6 +190,47 @@ class Pattern:
         named = [f"re.{name}" for name, bit in RE_FLAGS.items() if flags & bit]
         shown = repr(self.pattern)[:200]
         return f"re.compile({shown}, {'|'.join(named)})" if named else f"re.compile({shown})"
+
+
+# CPython's reader of a replacement template (re's private parser, in 3.11 and after)
+_PARSE_TEMPLATE = getattr(getattr(re, "_parser", None), "parse_template", None)
+
+
+def _check_template(template: str | bytes, checked: re.Pattern[Any]) -> None:
+    """A replacement template refused as CPython refuses it (``\\2`` past the groups, a
+    group name the pattern lacks), before the engine reads it: its own errors differ."""
+    escaped = b"\\" in template if isinstance(template, bytes) else "\\" in template
+    if _PARSE_TEMPLATE is not None and escaped:
+        _PARSE_TEMPLATE(template, checked)  # read only; a bad one raises re.error
+
+
+def _checked(pattern: Any, flags: Any, kept: dict[Any, Any]) -> re.Pattern[Any] | None:
+    """``pattern`` compiled by CPython's ``re``, for its checks alone: a pattern CPython
+    refuses is refused in its words (the engine takes more syntax, and words its errors its
+    own way). Never matched with: compiling never backtracks. ``kept``: the session's
+    patterns checked so far (never re's cache, which every session shares)."""
+    if type(pattern) not in (str, bytes):  # a compiled pattern is the caller's to pass on
+        raise TypeError("first argument must be string or compiled pattern")
+    # re's flags alone (DEBUG would print the parse to the host's standard output)
+    key = (type(pattern), pattern, int.__index__(flags) & _KNOWN)
+    found = kept.get(key)
+    if found is not None:
+        return cast("re.Pattern[Any]", found)
+    text = pattern if type(pattern) is str else pattern.decode("latin-1")
+    if any(marks in text for marks in _FUTURE_SET_SYNTAX):
+        return None  # CPython would warn (in the host's warnings, to the host's stderr)
+    found = cast("re.Pattern[Any]", _COMPILE(pattern, key[2]))
+    if len(kept) >= MAX_CHECKED_PATTERNS:
+        del kept[next(iter(kept))]  # the oldest
+    kept[key] = found
+    return found
+
+
+# What CPython's parser warns of as future set syntax ("Possible nested set").
+_FUTURE_SET_SYNTAX = ("[[", "--", "&&", "~~", "||")
+# re's compiler without re's cache (3.11 and after), else re.compile
+_COMPILE: Any = getattr(getattr(re, "_compiler", None), "compile", re.compile)
+MAX_CHECKED_PATTERNS = 128
 
 
 class _Counted:
@@ -351,6 +398,7 @@ def re_members(guards: Guards) -> dict[str, Any]:
     # table of the process that grows with every value a script combines (re.I | n << 24)
     members: dict[str, Any] = dict(RE_FLAGS)
     members.update({short: RE_FLAGS[name] for short, name in SHORT_NAMES.items()})
+    kept: dict[Any, Any] = {}  # the session's patterns CPython's checks passed
 
     def compile(pattern: Any, flags: Any = 0) -> Pattern:
         if type(pattern) is Pattern:
@@ -358,7 +406,13 @@ def re_members(guards: Guards) -> dict[str, Any]:
                 raise ValueError("cannot process flags argument with a compiled pattern")
             return pattern
         engine = _engine_flags(flags)
-        return Pattern(regex.compile(exact_value(pattern), engine), guards, int(flags))
+        exact = exact_value(pattern)
+        checked = _checked(exact, flags, kept)
+        try:
+            compiled = regex.compile(exact, engine)
+        except regex.error as error:  # what CPython's checks let through: re's error still
+            raise re.error(str(error)) from None
+        return Pattern(compiled, guards, int(flags), checked)
 
     def match(pattern: Any, string: Any, flags: Any = 0) -> Match | None:
         return compile(pattern, flags).match(string)
@@ -385,7 +439,7 @@ def re_members(guards: Guards) -> dict[str, Any]:
         return compile(pattern, flags).subn(repl, string, count)
 
     def escape(pattern: Any) -> Any:
-        return regex.escape(exact_value(pattern))
+        return re.escape(exact_value(pattern))  # CPython's (the engine escapes more)
 
     def purge() -> None:
         """The compiled patterns are cached by the engine for the whole process: none of
@@ -393,7 +447,7 @@ def re_members(guards: Guards) -> dict[str, Any]:
 
     members.update(
         NOFLAG=0,
-        error=regex.error,
+        error=re.error,
         Pattern=PATTERN_TYPE,
         Match=MATCH_TYPE,
         compile=compile,

@@ -552,3 +552,27 @@ def test_a_missing_module_is_an_import_error_the_script_can_catch(
 def test_the_sandbox_never_imports_os_for_a_script(run: Callable[[str], ScriptOutcome]) -> None:
     outcome = run("import datetime\ndatetime.datetime.strptime('2024-03-01', '%Y-%m-%d').month")
     assert outcome.value == 3
+
+
+def test_re_checks_a_pattern_without_printing_or_warning_in_the_host(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # CPython's parser checks a script's pattern in the host: its DEBUG flag would print
+    # the parse to the host's standard output, and its future-syntax warning would go to
+    # the host's warnings
+    import warnings
+
+    from codeact.stdlib import standard_sandbox
+
+    sandbox = standard_sandbox()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = sandbox.run(
+            "import re\n"
+            "[re.compile('a(b)', 128 | 1).match('ab').group(1), re.compile('[[x]').pattern]"
+        )
+    assert [str(w.message) for w in caught] == []
+    assert outcome.error is None, outcome.error
+    assert outcome.value == ["b", "[[x]"]
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""
