@@ -103,7 +103,7 @@ from ._shake import shake_128, shake_256
 from ._system import STATIC_SYSTEM_FACADES, session_system_facades
 from ._traceback import traceback_facade
 from ._type_hints import get_type_hints
-from ._typing import typing_members
+from ._typing import CONSTRUCTORS, typing_members
 from ._warnings import warnings_facade
 
 MAX_FACTORIAL = 20_000
@@ -830,6 +830,16 @@ for _kind, _module, _name in (
 ScriptRandom.__name__ = "Random"
 ScriptFormatter.__name__ = "Formatter"
 
+# typing.Deque() and friends make what collections' facade makes
+CONSTRUCTORS.update(
+    {
+        collections.deque: collections.deque,
+        collections.defaultdict: collections.defaultdict,
+        collections.OrderedDict: collections.OrderedDict,
+        collections.ChainMap: collections.ChainMap,
+        collections.Counter: Counter,
+    }
+)
 STATIC_FACADES = _static_facades()
 _register_readable_types()
 

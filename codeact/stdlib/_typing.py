@@ -30,6 +30,35 @@ from ..sandbox._ownership import (
 from ..sandbox._script_classes import build_class, runtime_checkable
 
 NONE_TYPE = type(None)
+# The classes typing's collection aliases make when called, as scripts hold them (set by
+# the facade that offers them: collections' own, the session's Counter).
+CONSTRUCTORS: dict[type, Any] = {}
+
+
+def _union(name: str, given: tuple[Any, ...]) -> Any:
+    """``Union[...]`` and ``Optional[X]`` as typing makes them: nested unions flattened, a
+    member given twice kept once (the same object, or an equal form of this module's: no
+    script code runs to compare), a lone member as itself, ``None`` as ``NoneType``."""
+    if name == "Optional":
+        if len(given) != 1:
+            raise TypeError(f"typing.Optional requires a single type. Got {given!r}.")
+        given = (given[0], None)
+    if not given:
+        raise TypeError("Cannot take a Union of no types.")
+    members: list[Any] = []
+    for member in given:
+        nested = member._args if type(member) is TypingForm and member._name == "Union" else ()
+        if type(member) is types.UnionType:
+            nested = member.__args__
+        for item in nested or (member,):
+            item = NONE_TYPE if item is None else item
+            if not any(_same_member(item, kept) for kept in members):
+                members.append(item)
+    return members[0] if len(members) == 1 else TypingForm("Union", None, tuple(members))
+
+
+def _same_member(one: Any, other: Any) -> bool:
+    return one is other or (type(one) is TypingForm and type(other) is TypingForm and one == other)
 
 
 class TypingForm:
@@ -42,8 +71,11 @@ class TypingForm:
         self._origin = origin
         self._args = args
 
-    def __getitem__(self, args: Any) -> TypingForm:
-        return TypingForm(self._name, self._origin, args if type(args) is tuple else (args,))
+    def __getitem__(self, args: Any) -> Any:
+        given = args if type(args) is tuple else (args,)
+        if self._name in ("Union", "Optional") and not self._args:
+            return _union(self._name, given)
+        return TypingForm(self._name, self._origin, given)
 
     def __instancecheck__(self, obj: Any) -> bool:
         return isinstance(obj, self._checkable())
@@ -58,6 +90,21 @@ class TypingForm:
         return TypingForm("Union", None, (other, self))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``typing.Deque()`` makes a deque, as typing's alias calls its class (the facade's
+        class: a Counter is the session's); the others refuse in typing's words."""
+        origin = self._origin
+        make = CONSTRUCTORS.get(origin) if origin is not None else None
+        if make is not None:
+            return make(*args, **kwargs)
+        if origin in (list, dict, set, frozenset, tuple, type):
+            use = f"use {origin.__name__}() instead"
+            raise TypeError(f"Type {self._name} cannot be instantiated; {use}")
+        missing = sorted(getattr(origin, "__abstractmethods__", ()))
+        if missing:
+            named = f"method{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+            raise TypeError(f"Can't instantiate abstract class {self._name} with abstract {named}")
+        if self._name == "Any":
+            raise TypeError("Any cannot be instantiated")
         raise TypeError(f"Cannot instantiate typing.{self._name}")
 
     def __repr__(self) -> str:
