@@ -199,7 +199,7 @@ class Guards:
         if kind in self.raw:
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if kind is types.GenericAlias:  # list[int].append: its origin's, as CPython forwards
-            return self.getattr(obj.__origin__, name, default)
+            return self._read(obj.__origin__, name, default)
         if name == "obj" and isinstance(obj, BaseException):
             # AttributeError.obj: the receiver of a failed read, perhaps host code's own
             raise SecurityViolation("access to the attribute 'obj' of an error is not allowed")
