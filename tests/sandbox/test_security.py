@@ -575,4 +575,5 @@ def test_re_checks_a_pattern_without_printing_or_warning_in_the_host(
     assert outcome.error is None, outcome.error
     assert outcome.value == ["b", "[[x]"]
     printed = capfd.readouterr()
-    assert printed.out == "" and printed.err == ""
+    assert printed.out == ""
+    assert printed.err == ""
