@@ -75,15 +75,23 @@ class Pattern:
     makes stopped at the run's time limit and every text it builds checked against the
     run's size limit."""
 
-    __slots__ = ("_ascii", "_checked", "_compiled", "_guards")
+    __slots__ = ("_ascii", "_checked", "_compiled", "_guards", "_kept")
     # re.Pattern[str]: an alias of the stand-in
     __class_getitem__: Any = classmethod(types.GenericAlias)
 
-    def __init__(self, compiled: Any, guards: Guards, flags: int, checked: Any = None) -> None:
+    def __init__(
+        self,
+        compiled: Any,
+        guards: Guards,
+        flags: int,
+        checked: Any = None,
+        kept: dict[Any, Any] | None = None,
+    ) -> None:
         self._compiled = compiled
         self._guards = guards
         self._ascii = isinstance(compiled.pattern, str) or bool(flags & RE_FLAGS["ASCII"])
         self._checked = checked  # CPython's own compiled form: what templates are read by
+        self._kept = kept  # the session's checks passed (see _checked)
 
     @property
     def pattern(self) -> Any:
@@ -161,8 +169,8 @@ class Pattern:
         limit = self._guards.limits.max_sequence_items
         if callable(repl):
             return _Counted(interruptible(repl), exact_len(text), limit, self)
-        if self._checked is not None and type(repl) in (str, bytes):
-            _check_template(repl, self._checked)
+        if self._checked is not None and self._kept is not None and type(repl) in (str, bytes):
+            _check_template(repl, self._checked, self._kept)
         if isinstance(repl, str | bytes) and isinstance(text, str | bytes):
             worst = (exact_len(text) + 1) * max(exact_len(repl), 1) + exact_len(text)
             if worst > limit and exact_len(repl) > 1:
@@ -196,12 +204,18 @@ class Pattern:
 _PARSE_TEMPLATE = getattr(getattr(re, "_parser", None), "parse_template", None)
 
 
-def _check_template(template: str | bytes, checked: re.Pattern[Any]) -> None:
+def _check_template(template: str | bytes, checked: re.Pattern[Any], kept: dict[Any, Any]) -> None:
     """A replacement template refused as CPython refuses it (``\\2`` past the groups, a
-    group name the pattern lacks), before the engine reads it: its own errors differ."""
+    group name the pattern lacks), before the engine reads it: its own errors differ. A
+    template read once for a pattern is kept in the session's table, as re caches it."""
     escaped = b"\\" in template if isinstance(template, bytes) else "\\" in template
-    if _PARSE_TEMPLATE is not None and escaped:
-        _PARSE_TEMPLATE(template, checked)  # read only; a bad one raises re.error
+    if _PARSE_TEMPLATE is None or not escaped:
+        return
+    key = (checked, type(template), template)
+    if key in kept:
+        return
+    _PARSE_TEMPLATE(template, checked)  # read only; a bad one raises re.error
+    _keep(kept, key, True)
 
 
 def _checked(pattern: Any, flags: Any, kept: dict[Any, Any]) -> re.Pattern[Any] | None:
@@ -220,10 +234,15 @@ def _checked(pattern: Any, flags: Any, kept: dict[Any, Any]) -> re.Pattern[Any] 
     if any(marks in text for marks in _FUTURE_SET_SYNTAX):
         return None  # CPython would warn (in the host's warnings, to the host's stderr)
     found = cast("re.Pattern[Any]", _COMPILE(pattern, key[2]))
-    if len(kept) >= MAX_CHECKED_PATTERNS:
-        del kept[next(iter(kept))]  # the oldest
-    kept[key] = found
+    _keep(kept, key, found)
     return found
+
+
+def _keep(kept: dict[Any, Any], key: Any, value: Any) -> None:
+    """``kept[key] = value``, the oldest entry dropped past ``MAX_CHECKED_PATTERNS``."""
+    if len(kept) >= MAX_CHECKED_PATTERNS:
+        del kept[next(iter(kept))]
+    kept[key] = value
 
 
 # What CPython's parser warns of as future set syntax ("Possible nested set").
@@ -412,7 +431,7 @@ def re_members(guards: Guards) -> dict[str, Any]:
             compiled = regex.compile(exact, engine)
         except regex.error as error:  # what CPython's checks let through: re's error still
             raise re.error(str(error)) from None
-        return Pattern(compiled, guards, int(flags), checked)
+        return Pattern(compiled, guards, int(flags), checked, kept)
 
     def match(pattern: Any, string: Any, flags: Any = 0) -> Match | None:
         return compile(pattern, flags).match(string)
