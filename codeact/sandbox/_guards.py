@@ -1529,17 +1529,15 @@ def _alias_maker(obj: Any) -> Callable[[Any], Any] | None:
     for a builtin class and the classes derived from it, ``re.Pattern``'s for its stand-in),
     bound to ``obj`` without a lookup on it; None where it is anything else."""
     if type(obj) is OpaqueType:  # the stand-in, as the alias's origin: never the real type
-        if _alias_method(_OPAQUE_REAL[id(obj)][0]) is None:
-            return None
-        origin: Any = obj  # GenericAlias takes any origin; typeshed says a type
-        return Builtin(lambda item: types.GenericAlias(origin, item), "__class_getitem__")
-    if not isinstance(obj, type):
+        method = _alias_method(_OPAQUE_REAL[id(obj)][0])
+    elif isinstance(obj, type):
+        method = _alias_method(obj)
+    else:
         return None
-    method = _alias_method(obj)
     if method is None:
         return None
-    if type(method) is classmethod:  # a stand-in's: a call to hold, never its parts
-        return Builtin(lambda item: types.GenericAlias(obj, item), "__class_getitem__")
+    if type(obj) is OpaqueType or type(method) is classmethod:  # a call to hold, not its parts
+        return Builtin(functools.partial(types.GenericAlias, obj), "__class_getitem__")
     bound: Callable[[Any], Any] = method.__get__(None, obj)  # C's: its __self__ is obj, unread
     return bound
 
@@ -1549,7 +1547,7 @@ def _alias_method(cls: type) -> Any:
     """The ``__class_getitem__`` ``cls`` finds first, if it is one that only makes an alias:
     a builtin's (C's ``Py_GenericAlias``) or a stand-in's ``classmethod(GenericAlias)``."""
     for k in _MRO(cls):
-        own = vars(k).get("__class_getitem__")
+        own = _TYPE_DICT(k).get("__class_getitem__")  # type's own getter: no metaclass answers
         if own is None:
             continue
         if type(own) is types.ClassMethodDescriptorType and not k.__flags__ & HEAP_TYPE:

@@ -42,7 +42,7 @@ def copy(x: Any) -> Any:
     if kind in (list, dict, set, bytearray):
         return kind(x)
     if kind in _CONTAINERS or isinstance(x, collections.Counter):
-        return _rebuild(x, list(x.items()) if hasattr(x, "items") else list(x))
+        return _rebuild(x, list(x) if kind is collections.deque else list(_pairs(x)))
     if is_script_class(kind):
         own = _own_method(kind, "__copy__")
         return own(x) if own is not None else _copy_object(x, lambda item: item)
@@ -92,11 +92,13 @@ def _deep(value: Any, memo: dict[int, Any]) -> Any:
         result = bytearray(value)
     elif kind in _CONTAINERS or isinstance(value, collections.Counter):
         # a defaultdict's factory is copied too (its reduce hands it over as an argument)
-        factory = _deep(getattr(value, "default_factory", None), memo)
-        if hasattr(value, "items"):
-            copied = [(_deep(k, memo), _deep(v, memo)) for k, v in value.items()]
-        else:
+        factory = (
+            _deep(value.default_factory, memo) if kind is collections.defaultdict else _MISSING
+        )
+        if kind is collections.deque:
             copied = [_deep(item, memo) for item in value]
+        else:
+            copied = [(_deep(k, memo), _deep(v, memo)) for k, v in _pairs(value)]
         result = _rebuild(value, copied, factory)
     elif kind is functools.partial:  # its parts copied, as copy reconstructs from its reduce
         return _partial(value, lambda item: _deep(item, memo), memo)
@@ -126,6 +128,13 @@ def _own_method(kind: type, name: str) -> Any:
                 found = found.__func__
             return found if klass in SCRIPT_CLASSES and is_script_function(found) else None
     return None
+
+
+@recursion_safe  # reads only
+def _pairs(value: Any) -> Any:
+    """A mapping collection's items: its own method on the exact classes (an OrderedDict's
+    order is its own), dict's on a script's Counter (never a method the script wrote)."""
+    return value.items() if type(value) in _CONTAINERS else dict.items(value)
 
 
 @recursion_safe  # builds only its own copy

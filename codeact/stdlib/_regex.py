@@ -458,7 +458,12 @@ def re_members(guards: Guards) -> dict[str, Any]:
         return compile(pattern, flags).subn(repl, string, count)
 
     def escape(pattern: Any) -> Any:
-        return re.escape(exact_value(pattern))  # CPython's (the engine escapes more)
+        exact = exact_value(pattern)
+        if type(exact) not in (str, bytes):  # CPython's words, without its code on the object
+            raise TypeError(
+                f"decoding to str: need a bytes-like object, {type(exact).__name__} found"
+            )
+        return re.escape(exact)  # CPython's (the engine escapes more)
 
     def purge() -> None:
         """The compiled patterns are cached by the engine for the whole process: none of

@@ -37,28 +37,44 @@ CONSTRUCTORS: dict[type, Any] = {}
 
 def _union(name: str, given: tuple[Any, ...]) -> Any:
     """``Union[...]`` and ``Optional[X]`` as typing makes them: nested unions flattened, a
-    member given twice kept once (the same object, or an equal form of this module's: no
-    script code runs to compare), a lone member as itself, ``None`` as ``NoneType``."""
+    member given twice kept once (see ``_same_member``), a lone member as itself, ``None``
+    as ``NoneType``."""
     if name == "Optional":
         if len(given) != 1:
             raise TypeError(f"typing.Optional requires a single type. Got {given!r}.")
         given = (given[0], None)
     if not given:
         raise TypeError("Cannot take a Union of no types.")
-    members: list[Any] = []
+    flat: list[Any] = []
     for member in given:
         nested = member._args if type(member) is TypingForm and member._name == "Union" else ()
         if type(member) is types.UnionType:
             nested = member.__args__
-        for item in nested or (member,):
-            item = NONE_TYPE if item is None else item
-            if not any(_same_member(item, kept) for kept in members):
-                members.append(item)
+        flat.extend(NONE_TYPE if item is None else item for item in nested or (member,))
+    members = _distinct(flat)
     return members[0] if len(members) == 1 else TypingForm("Union", None, tuple(members))
 
 
 def _same_member(one: Any, other: Any) -> bool:
-    return one is other or (type(one) is TypingForm and type(other) is TypingForm and one == other)
+    """The same member: the same object, equal plain values, or equal forms of this module;
+    nothing a script wrote is hashed or compared."""
+    if one is other:
+        return True
+    if type(one) is TypingForm and type(other) is TypingForm:
+        return one == other
+    return type(one) in _PLAIN_MEMBERS and type(one) is type(other) and one == other
+
+
+def _distinct(members: Any) -> list[Any]:
+    """``members`` in order, each kept once (by ``_same_member``)."""
+    kept: list[Any] = []
+    for member in members:
+        if not any(_same_member(member, seen) for seen in kept):
+            kept.append(member)
+    return kept
+
+
+_PLAIN_MEMBERS = (str, bytes, int, float, bool)
 
 
 class TypingForm:
@@ -122,23 +138,27 @@ class TypingForm:
         return f"typing.{name}[{', '.join(_form_repr(a) for a in args)}]"
 
     def __eq__(self, other: object) -> bool:
+        """``Optional[int] == Union[int, None]``, a union's members in any order, as typing
+        has it; members compared by ``_same_member`` (nothing a script wrote runs)."""
         if type(other) is not TypingForm:
             return NotImplemented
-        return self._key() == other._key()
+        if self._is_union() and other._is_union():
+            mine, theirs = self.__args__, other.__args__
+            return all(any(_same_member(a, b) for b in theirs) for a in mine) and all(
+                any(_same_member(b, a) for a in mine) for b in theirs
+            )
+        return (
+            self._name == other._name
+            and self._origin is other._origin
+            and len(self._args) == len(other._args)
+            and all(_same_member(a, b) for a, b in zip(self._args, other._args, strict=True))
+        )
 
     def __hash__(self) -> int:
-        return hash(self._key()[0])
+        return hash("Union" if self._is_union() else self._name)
 
-    def _key(self) -> tuple[Any, ...]:
-        """What equality compares: ``Optional[int] == Union[int, None]``, and a union's
-        members in any order, as typing has it."""
-        if self._args and self._name in ("Optional", "Union"):
-            members = self.__args__
-            try:
-                return ("Union", frozenset(members))
-            except TypeError:  # an unhashable member: compared in order
-                return ("Union", members)
-        return (self._name, self._args)
+    def _is_union(self) -> bool:
+        return bool(self._args) and self._name in ("Optional", "Union")
 
     def _checkable(self) -> type:
         if self._args:
@@ -175,7 +195,7 @@ class TypingForm:
         if self._name == "Optional":
             args = (*args, type(None))
         if self._name in ("Optional", "Union"):
-            args = tuple(dict.fromkeys(args))
+            args = tuple(_distinct(args))
         return args
 
     @property

@@ -975,3 +975,50 @@ def test_a_zone_key_reaches_the_lookup_as_a_plain_string(run: Runner) -> None:
         "expected str, bytes or os.PathLike object, not Place",
     ]
     assert type(hosts.key) is _HostKey  # still the host's, in the cache the script never read
+
+
+def test_copy_typing_and_re_never_call_what_a_script_wrote(run: Runner) -> None:
+    # the copy facade reads a Counter's items with dict's own method, a union's members are
+    # compared by identity and plain values, and re.escape refuses what is not text: none
+    # of them reads, hashes or compares through a method the script defined
+    outcome = run(
+        _script(
+            """
+            import collections, copy, re, typing
+            called = []
+            class Tally(collections.Counter):
+                def items(self):
+                    called.append('items')
+                    return []
+                @property
+                def default_factory(self):
+                    called.append('default_factory')
+                    return list
+            class Member:
+                def __eq__(self, other):
+                    called.append('eq')
+                    return True
+                def __hash__(self):
+                    called.append('hash')
+                    return 1
+                def __str__(self):
+                    called.append('str')
+                    return 'x'
+            tally = Tally(a=2)
+            copies = [dict(copy.copy(tally)), dict(copy.deepcopy(tally))]
+            union = typing.Union[Member(), Member(), int]
+            try:
+                re.escape(Member())
+            except TypeError as error:
+                refused = str(error)
+            copies, len(typing.get_args(union)), refused, called
+            """
+        )
+    )
+    assert outcome.ok, outcome.error
+    assert outcome.value == [
+        [{"a": 2}, {"a": 2}],
+        3,
+        "decoding to str: need a bytes-like object, Member found",
+        [],
+    ]

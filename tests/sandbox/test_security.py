@@ -322,6 +322,12 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("alias-maker-self", "list.__class_getitem__.__self__", SEC),
     ("alias-maker-of-a-typing-form", "import typing\ntyping.Generic.__class_getitem__", SEC),
     ("alias-reduce", "list[int].__reduce__()", SEC),
+    # a stand-in every session shares (it holds its repr's two strings) is written by no path
+    ("opaque-setattr", "import re\nsetattr(re.Pattern, 'shared', 1)", SEC),
+    ("opaque-assign", "import re\nre.Match.shared = 1", SEC),
+    ("opaque-object-setattr", "import re\nobject.__setattr__(re.Pattern, '__module__', 'x')", SEC),
+    ("opaque-vars", "import re\nvars(re.Pattern)['__qualname__'] = 'x'", RUN),
+    ("opaque-dict", "import re\nre.Pattern.__dict__", SEC),
     # zoneinfo: the process's zone cache is never cleared or bypassed, nor a file read
     ("zoneinfo-clear-cache", "import zoneinfo\nzoneinfo.ZoneInfo.clear_cache()", RUN),
     (
