@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # str.format's own field parser
 import builtins
+import ctypes
 import decimal
 import enum
 import functools
@@ -208,11 +209,10 @@ class Guards:
         else:
             allowed = readable_names(obj)
         if allowed is False or (isinstance(allowed, frozenset) and name not in allowed):
-            # a typo: CPython's error (builtins, the runtime's and CPython's, have no public
-            # name to hide, nor does a class its namespaces do not name: hasattr(ValueError,
-            # 'x') is False; other relays refuse every name)
-            typo_possible = allowed is not False or kind in _NO_PUBLIC_NAMES or kind is type
-            if typo_possible and _defined_nowhere(obj, name):
+            # a typo: CPython's error where nothing defines the name, so nothing is hidden
+            # (hasattr(ValueError, 'x'), hasattr(itemgetter(1), 'x') are False); a name
+            # something defines is refused
+            if _defined_nowhere(obj, name):
                 if default is not _MISSING:
                     return default
                 raise self._no_attribute(obj, name)
@@ -961,13 +961,17 @@ class Guards:
             if obj is not str and not isinstance(obj, str):
                 return None
             if isinstance(obj, type):
-                return GuardedMethod(getattr(self.formatter, name), name, qualname=qualname)
+                return GuardedMethod(
+                    getattr(self.formatter, name), name, qualname=qualname, unbound=True
+                )
             return GuardedMethod(getattr(self.formatter, name), name, obj, qualname=qualname)
         if isinstance(obj, type):
             if not issubclass(obj, str | bytes | bytearray):
                 return None
             # str.ljust(s, n)
-            return GuardedMethod(self._unbound_method, name, obj, name, qualname=qualname)
+            return GuardedMethod(
+                self._unbound_method, name, obj, name, qualname=qualname, unbound=True
+            )
         return GuardedMethod(self.method, name, obj, name, qualname=qualname)
 
     def _unbound_method(self, kind: type, name: str, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -1011,7 +1015,7 @@ def _callback_safe(value: Any) -> Any:
         and isinstance(method.__self__, list)
     ):
         guarded = with_interruptible_callbacks(method, names=("key",))
-        return GuardedMethod(guarded, "sort", qualname="list.sort")
+        return GuardedMethod(guarded, "sort", qualname="list.sort", unbound=method is _LIST_SORT)
     return method
 
 
@@ -1099,6 +1103,32 @@ _GENERIC_LOOKUPS += tuple(
     for kind in (*_NO_PUBLIC_NAMES, *PLAIN_TYPES)
     if "__getattribute__" in _TYPE_DICT(kind)
 )
+# A C type that names CPython's generic lookup as its own (operator.itemgetter,
+# struct.Struct) has a slot wrapper of its own for it: asked of the type itself, which
+# function its lookup slot holds (typeslots.h: Py_tp_getattro is 58, in the stable ABI).
+_GET_SLOT = ctypes.pythonapi.PyType_GetSlot
+_GET_SLOT.restype, _GET_SLOT.argtypes = ctypes.c_void_p, (ctypes.py_object, ctypes.c_int)
+_TP_GETATTRO = 58
+_GENERIC_GETATTRO = _GET_SLOT(object, _TP_GETATTRO)
+_WRAPPER_GENERIC: dict[Any, bool] = {}  # slot wrappers come from C types only: a few dozen
+
+
+@recursion_safe  # reads, and caches an answer once it has it whole
+def _generic_lookup(lookup: Any) -> bool:
+    """Is a class's ``__getattribute__`` CPython's generic lookup, which runs nothing of
+    the object's but a descriptor the class namespaces (read first) would show?"""
+    if any(lookup is generic for generic in _GENERIC_LOOKUPS):
+        return True
+    if type(lookup) is not types.WrapperDescriptorType:
+        return False  # a class's own Python lookup, or a builtin one
+    known = _WRAPPER_GENERIC.get(lookup)
+    if known is None:
+        owner = lookup.__objclass__
+        known = lookup.__name__ == "__getattribute__" and (
+            _GET_SLOT(owner, _TP_GETATTRO) == _GENERIC_GETATTRO
+        )
+        _WRAPPER_GENERIC[lookup] = known
+    return known
 
 
 @recursion_safe  # reads only
@@ -1131,13 +1161,35 @@ def _script_instance_lacks(obj: Any, name: str) -> bool:
 
 
 @recursion_safe  # reads only
+def _host_instance_lacks(obj: Any, name: str) -> bool:
+    """Is the public ``name`` missing from a host object's instance dict?
+
+    Read by CPython's own ``__dict__`` getter, its keys plain strings: no code of the
+    object's runs. Only a public name: whether a host object holds a private one is not
+    the script's to learn (that it lacks ``widht``, CPython's hasattr says of it too).
+    """
+    kind = type(obj)
+    if name[:1] == "_" or isinstance(obj, type) or is_script_class(kind):
+        return False
+    getter = next(
+        (_TYPE_DICT(k)["__dict__"] for k in _MRO(kind) if "__dict__" in _TYPE_DICT(k)), None
+    )
+    if type(getter) is not types.GetSetDescriptorType:  # a class's own __dict__ property: host code
+        return False
+    namespace = getter.__get__(obj, kind)
+    if type(namespace) is not dict or any(type(key) is not str for key in namespace):
+        return False  # a key of a script's str subclass (set on a writable object): its __eq__
+    return name not in namespace
+
+
+@recursion_safe  # reads only
 def _defined_nowhere(obj: Any, name: str) -> bool:
     """Would CPython's lookup of ``obj.name`` find nothing, and run nothing while it looks?
 
     Read from class namespaces only, compared by identity: no class in the lookup's path
-    defines ``name``, a ``__getattr__`` or a lookup of its own, and ``obj`` has no
-    instance dict to look in (what a host object keeps there is not the script's to probe;
-    the script's own object's is, read from the real dict).
+    defines ``name``, a ``__getattr__`` or a lookup of its own, and the instance dict, if
+    there is one, lacks it (the script's own object's read from the real dict; a host
+    object's for a public name only).
     """
     kind = type(obj)
     path = _MRO(kind)
@@ -1147,17 +1199,23 @@ def _defined_nowhere(obj: Any, name: str) -> bool:
         # BaseException's is one of its own)
         if any(name in _TYPE_DICT(cls) for cls in _MRO(obj)):
             return False
-    elif _DICT_OFFSET(kind) and not _script_instance_lacks(obj, name):
+    elif _DICT_OFFSET(kind) and not (
+        _script_instance_lacks(obj, name) or _host_instance_lacks(obj, name)
+    ):
         return False
     for cls in path:
         namespace = _TYPE_DICT(cls)
         if name in namespace:
             return False
         fallback = namespace.get("__getattr__")
-        if fallback is not None and fallback is not _BUILTIN_GETATTR:
+        if (
+            fallback is not None
+            and fallback is not _BUILTIN_GETATTR
+            and fallback is not _GUARDED_GETATTR
+        ):
             return False
         lookup = namespace.get("__getattribute__")
-        if lookup is not None and not any(lookup is generic for generic in _GENERIC_LOOKUPS):
+        if lookup is not None and not _generic_lookup(lookup):
             return False
     return True
 
@@ -1174,15 +1232,21 @@ class GuardedMethod:
     to call with arguments of its own choosing.
     """
 
-    __slots__ = ("_bound", "_call", "_name", "_qualname")
+    __slots__ = ("_bound", "_call", "_name", "_qualname", "_unbound")
 
     def __init__(
-        self, call: Callable[..., Any], name: str, *bound: Any, qualname: str | None = None
+        self,
+        call: Callable[..., Any],
+        name: str,
+        *bound: Any,
+        qualname: str | None = None,
+        unbound: bool = False,
     ) -> None:
         self._call = call
         self._name = name
         self._bound = bound
         self._qualname = qualname
+        self._unbound = unbound  # read from the class (str.join): a method descriptor
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(*self._bound, *args, **kwargs)
@@ -1201,6 +1265,12 @@ class GuardedMethod:
 
 
 GuardedMethod.__module__ = "builtins"  # a call error names "list.sort()", not a module of ours
+# it answers __qualname__ alone, as a builtin stand-in's does
+_GUARDED_GETATTR = GuardedMethod.__dict__["__getattr__"]
+# type(str.join), type(''.join): what CPython's would be
+SHOWN_BY_VALUE[GuardedMethod] = lambda method: (
+    types.MethodDescriptorType if method._unbound else types.BuiltinFunctionType
+)
 
 
 class ScriptFormatter:

@@ -27,6 +27,7 @@ from codeact.sandbox._errors import _RECURSION_SAFE
 REVIEWED = {
     # compared against (``fallback is not _BUILTIN_GETATTR``), never called
     "codeact.sandbox._guards.Builtin.__getattr__": "compared, not called",
+    "codeact.sandbox._guards.GuardedMethod.__getattr__": "compared, not called",
     # a wrapper class is made once per type for the process: a RecursionError landing
     # there ends the run, and the class is listed last, so nothing is half made
     "codeact.sandbox._ownership.register_readable": "once per wrapped type",

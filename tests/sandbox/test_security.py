@@ -351,13 +351,20 @@ ATTACKS: list[tuple[str, str, str]] = [
     # Bound tools expose nothing of the host
     ("tool-private-attr", "add._dispatch", SEC),
     ("tool-private-getattr", "getattr(add, '_dispatch')", SEC),
-    ("tool-public-attr", "getattr(add, 'name')", SEC),
+    # a name the tool's class does not define: CPython's AttributeError, nothing to hide
+    ("tool-public-attr", "getattr(add, 'name')", RUN),
+    ("tool-public-attr-it-defines", "add.__call__", SEC),
     # A name a library class defines stays hidden where it is not readable: only a name
     # no class defines reads as a misspelling (AttributeError)
     # re's objects hold the engine's one private name away
     ("hidden-name-of-a-library-object", "import re\nre.compile('a')._compiled", SEC),
     ("hidden-name-by-hasattr", "import re\nhasattr(re.compile('a'), '_compiled')", SEC),
     ("hidden-name-of-a-match", "import re\ngetattr(re.match('a', 'a'), '_found')", SEC),
+    # a host object's instance dict is read for a public name it lacks, nothing more: what
+    # it holds stays hidden, whether a private name is there is not told
+    ("host-public-name-in-its-dict", "import json\njson.JSONEncoder().skipkeys", SEC),
+    ("host-public-name-by-hasattr", "import json\nhasattr(json.JSONEncoder(), 'skipkeys')", SEC),
+    ("host-private-name-it-lacks", "import textwrap\nhasattr(textwrap.TextWrapper(), '_x')", SEC),
     ("tool-construct", "type(add)('x', (), print)('leak')", SEC),
     ("tool-format", "'{0._dispatch}'.format(add)", SEC),
     ("tool-deepcopy", "import copy\ncopy.deepcopy(add)._dispatch", SEC),
