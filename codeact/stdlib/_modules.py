@@ -727,6 +727,13 @@ def _static_facades() -> dict[str, Facade]:
     }
 
 
+WRAP_OPTIONS = (
+    *("width", "initial_indent", "subsequent_indent", "expand_tabs", "replace_whitespace"),
+    *("fix_sentence_endings", "break_long_words", "drop_whitespace", "break_on_hyphens"),
+    *("tabsize", "max_lines", "placeholder"),
+)
+
+
 def _register_readable_types() -> None:
     register_readable(
         Facade,
@@ -748,7 +755,6 @@ def _register_readable_types() -> None:
         difflib.SequenceMatcher,
         difflib.Differ,
         difflib.Match,
-        textwrap.TextWrapper,
         string.Template,
         ScriptRandom,
         dataclasses.Field,
@@ -779,8 +785,14 @@ def _register_readable_types() -> None:
     register_readable(
         JSONEncoder,
         writable=True,
-        names=("default", "encode", "iterencode", "indent", "sort_keys", "item_separator"),
+        names=(
+            *("default", "encode", "iterencode", "indent", "sort_keys", "item_separator"),
+            *("skipkeys", "ensure_ascii", "check_circular", "allow_nan", "key_separator"),
+        ),
     )
+    # a wrapper's options are its own, read and set as CPython's documentation shows (the
+    # class's translation table and patterns, which every session shares, stay hidden)
+    register_readable(textwrap.TextWrapper, writable=True, names=("wrap", "fill", *WRAP_OPTIONS))
     recorded.register_clock_methods()
     # strptime caches each format it is given for the process
     register_host_method(

@@ -365,6 +365,14 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("host-public-name-in-its-dict", "import json\njson.JSONEncoder().skipkeys", SEC),
     ("host-public-name-by-hasattr", "import json\nhasattr(json.JSONEncoder(), 'skipkeys')", SEC),
     ("host-private-name-it-lacks", "import textwrap\nhasattr(textwrap.TextWrapper(), '_x')", SEC),
+    # a wrapper's options are its own; the class's table and patterns are every session's
+    (
+        "textwrap-shared-table",
+        "import textwrap\ntextwrap.TextWrapper().unicode_whitespace_trans",
+        SEC,
+    ),
+    ("textwrap-shared-pattern", "import textwrap\ntextwrap.TextWrapper().wordsep_re", SEC),
+    ("textwrap-class-write", "import textwrap\ntextwrap.TextWrapper.width = 5", SEC),
     ("tool-construct", "type(add)('x', (), print)('leak')", SEC),
     ("tool-format", "'{0._dispatch}'.format(add)", SEC),
     ("tool-deepcopy", "import copy\ncopy.deepcopy(add)._dispatch", SEC),
