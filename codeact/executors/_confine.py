@@ -21,12 +21,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import importlib
 import os
 import signal
 import site
 import sys
 import sysconfig
 import threading
+import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -353,11 +355,18 @@ def load_seccomp() -> Any:
     ``ldconfig -p`` for each: two processes and about 20 ms of a template's start, the
     path of a host's first script. Meanwhile each short name is answered by its soname
     when the dynamic loader opens it (what ldconfig's cache would have named); any other
-    name, or a soname the loader cannot open, is looked up as before.
+    name, or a soname the loader cannot open, is looked up as before. Where ``ctypes.util``
+    is not imported yet, it is not imported for this: it imports ``shutil``, ``tempfile``
+    and ``subprocess``, a tenth of a template's imports; a stand-in answers for it while
+    pyseccomp loads, and the module itself is loaded only if a name needs its lookup.
     """
-    import ctypes.util
+    loaded = sys.modules.get("ctypes.util")
+    stand_in = types.ModuleType("ctypes.util") if loaded is None else None
 
-    look_up = ctypes.util.find_library
+    def real_lookup(name: str) -> str | None:
+        if stand_in is not None and sys.modules.get("ctypes.util") is stand_in:
+            del sys.modules["ctypes.util"]  # the real module, from here on
+        return importlib.import_module("ctypes.util").find_library(name)  # type: ignore[no-any-return]
 
     def by_soname(name: str) -> str | None:
         soname = _SONAMES.get(name)
@@ -365,15 +374,28 @@ def load_seccomp() -> Any:
             with contextlib.suppress(OSError):
                 ctypes.CDLL(soname)
                 return soname
-        return look_up(name)
+        return real_lookup(name)
 
-    ctypes.util.find_library = by_soname
+    if stand_in is None:
+        util: Any = loaded
+        look_up = util.find_library
+        util.find_library = by_soname
+    else:
+        stand_in.find_library = by_soname  # type: ignore[attr-defined]
+        sys.modules["ctypes.util"] = stand_in
+        ctypes.util = stand_in  # type: ignore[attr-defined]  # what `import ctypes.util` reads
     try:
         import pyseccomp
     except (ImportError, OSError) as error:  # a core dependency on Linux; libseccomp may be gone
         return error
     finally:
-        ctypes.util.find_library = look_up
+        if stand_in is None:
+            util.find_library = look_up
+        else:
+            if sys.modules.get("ctypes.util") is stand_in:
+                del sys.modules["ctypes.util"]
+            if getattr(ctypes, "util", None) is stand_in:
+                del ctypes.util  # type: ignore[attr-defined]
     return pyseccomp
 
 

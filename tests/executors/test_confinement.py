@@ -311,6 +311,21 @@ def test_seccomp_bindings_load_without_running_ldconfig() -> None:
     ]
 
 
+def test_seccomp_bindings_load_without_importing_ctypes_lookup_module() -> None:
+    # A template has not imported ctypes.util, which brings shutil, tempfile and
+    # subprocess: the bindings load without it, and it is the real module once imported.
+    program = (
+        "import sys\n"
+        "from codeact.executors._confine import load_seccomp\n"
+        "bindings = load_seccomp()\n"
+        "held = [m for m in ('ctypes.util', 'shutil', 'tempfile') if m in sys.modules]\n"
+        "import ctypes, ctypes.util\n"
+        "real = ctypes.util.__file__.endswith('util.py') and ctypes.util is sys.modules['ctypes.util']\n"
+        "print(bindings.__name__, bindings._libseccomp_path, held, real)\n"
+    )
+    assert printed_by_fresh_interpreter(program) == ["pyseccomp", "libseccomp.so.2", "[]", "True"]
+
+
 def test_a_worker_adds_to_the_templates_readable_paths_what_it_loaded_after(
     tmp_path: Path,
 ) -> None:
