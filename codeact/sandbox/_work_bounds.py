@@ -168,13 +168,38 @@ _WRAPPER_QUALNAME = "<ticking>"
 # wrapper class -> the type it wraps, and back
 _WRAPPED: dict[type, type] = {}
 _WRAPPERS: dict[type, type[TickingIterator]] = {}
+# Plain values a wrapped iterator answers as CPython's does (a csv reader's line_num), by
+# the type wrapped: read from it, the wrapped object itself never handed out.
+_FORWARDED: dict[type, tuple[str, ...]] = {}
+
+
+def forward_attributes(kind: type, *names: str) -> None:
+    """Let the relays of ``kind`` answer ``names`` (plain values) as ``kind`` does; said
+    before any relay of it is made (its class is made once, then sealed)."""
+    if kind in _WRAPPERS:
+        raise RuntimeError(f"relays of {kind.__name__} exist already")
+    _FORWARDED[kind] = names
+
+
+@recursion_safe  # builds its own property only
+def _forwarded(name: str) -> property:
+    def read(wrapper: TickingIterator) -> Any:
+        if type(wrapper) not in _WRAPPED:  # the getter on another object: no relay of ours
+            raise TypeError(f"{name} is read from the iterator that answers it")
+        value = getattr(wrapper._inner, name)
+        if type(value) not in (int, str, bool, type(None)):
+            raise TypeError(f"{name} is not a plain value")  # never the wrapped iterator's parts
+        return value
+
+    return property(read)
 
 
 @recursion_safe  # a class made is listed last: stopped anywhere, nothing is half made
 def _wrapper_class(kind: type) -> type[TickingIterator]:
     found = _WRAPPERS.get(kind)
     if found is None:
-        namespace = {"__slots__": (), "__qualname__": _WRAPPER_QUALNAME}
+        namespace: dict[str, Any] = {"__slots__": (), "__qualname__": _WRAPPER_QUALNAME}
+        namespace.update((name, _forwarded(name)) for name in _FORWARDED.get(kind, ()))
         namespace["__module__"] = kind.__module__
         # named as CPython's errors name the type: a C type by its module too
         # ("unsupported operand type(s) for +: 'itertools.count' and 'int'")

@@ -68,7 +68,7 @@ from ..sandbox._ownership import (
     register_readable,
 )
 from ..sandbox._sealed import seal
-from ..sandbox._work_bounds import exact_index, ticking
+from ..sandbox._work_bounds import exact_index, forward_attributes, ticking
 from . import _recorded as recorded
 from ._facade import Facade, pick
 
@@ -123,6 +123,9 @@ class BytesIO(io.BytesIO):
 
 def _csv_reader(source: Any, *args: Any, **kwargs: Any) -> Iterator[list[str]]:
     return ticking(csv.reader(source, *args, **kwargs))
+
+
+forward_attributes(type(csv.reader([])), "line_num")  # the lines read so far, as CPython counts
 
 
 # zlib ----------------------------------------------------------------------------------

@@ -362,8 +362,8 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("hidden-name-of-a-match", "import re\ngetattr(re.match('a', 'a'), '_found')", SEC),
     # a host object's instance dict is read for a public name it lacks, nothing more: what
     # it holds stays hidden, whether a private name is there is not told
-    ("host-public-name-in-its-dict", "import json\njson.JSONEncoder().skipkeys", SEC),
-    ("host-public-name-by-hasattr", "import json\nhasattr(json.JSONEncoder(), 'skipkeys')", SEC),
+    ("host-public-name-in-its-dict", "import csv\ncsv.DictReader([]).reader", SEC),
+    ("host-public-name-by-hasattr", "import csv\nhasattr(csv.DictReader([]), 'dialect')", SEC),
     ("host-private-name-it-lacks", "import textwrap\nhasattr(textwrap.TextWrapper(), '_x')", SEC),
     # a wrapper's options are its own; the class's table and patterns are every session's
     (
@@ -598,3 +598,26 @@ def test_re_checks_a_pattern_without_printing_or_warning_in_the_host(
     printed = capfd.readouterr()
     assert printed.out == ""
     assert printed.err == ""
+
+
+def test_a_forwarded_iterator_value_is_plain_and_read_only_from_its_relay() -> None:
+    # A csv reader's line_num is read through its relay: the getter answers nothing for
+    # another object, and nothing but a plain value for the relay itself
+    import csv
+
+    import codeact.stdlib._everyday  # noqa: F401  # the csv facade says what its reader answers
+    from codeact.sandbox._work_bounds import _forwarded, ticking
+
+    relay = ticking(csv.reader(["a,b", "c,d"]))
+    next(relay)
+    assert relay.line_num == 1  # type: ignore[attr-defined]
+
+    class Holder:
+        _inner = relay
+
+    getter = _forwarded("line_num").fget
+    assert getter is not None
+    with pytest.raises(TypeError, match="read from the iterator"):
+        getter(Holder())
+    with pytest.raises(TypeError, match="not a plain value"):
+        _forwarded("dialect").fget(relay)  # type: ignore[misc]
