@@ -434,6 +434,12 @@ def _json_dumps(obj: Any, *, cls: Any = None, **options: Any) -> str:
     return json.dumps(obj, **options)
 
 
+_DECODER_OPTIONS = (
+    *("object_hook", "parse_float", "parse_int", "parse_constant", "strict"),
+    "object_pairs_hook",
+)
+
+
 def _json_facade(guards: Guards) -> Facade:
     """``json`` with ``dump`` and ``load``, which write to and read from the script's own
     file object (``sys.stdout``, an ``io.StringIO``, its own class): its ``write`` and
@@ -457,6 +463,7 @@ def _json_facade(guards: Guards) -> Facade:
             "load": load,
             "dump": dump,
             "JSONEncoder": JSONEncoder,
+            "JSONDecoder": JSONDecoder,
         },
     )
 
@@ -515,6 +522,50 @@ class JSONEncoder:
 
     def iterencode(self, o: Any) -> Any:
         return iter([self.encode(o)])
+
+
+class JSONDecoder:
+    """``json.JSONDecoder`` as scripts use it: ``decode``, and ``raw_decode`` to read one
+    value off the front of a text. The hooks it was given are kept as given and handed,
+    interruptible, to a real decoder made with it (whose C scanner takes them at once, as
+    CPython's does: setting one later changes nothing). Not a base a script derives from.
+    """
+
+    __slots__ = ("_real", *_DECODER_OPTIONS)
+
+    def __init__(
+        self,
+        *,
+        object_hook: Any = None,
+        parse_float: Any = None,
+        parse_int: Any = None,
+        parse_constant: Any = None,
+        strict: bool = True,
+        object_pairs_hook: Any = None,
+    ) -> None:
+        self.object_hook, self.parse_float, self.parse_int = object_hook, parse_float, parse_int
+        self.parse_constant, self.strict = parse_constant, strict
+        self.object_pairs_hook = object_pairs_hook
+        self._real = json.JSONDecoder(
+            object_hook=interruptible(object_hook),
+            parse_float=interruptible(parse_float),
+            parse_int=interruptible(parse_int),
+            parse_constant=interruptible(parse_constant),
+            strict=strict,
+            object_pairs_hook=interruptible(object_pairs_hook),
+        )
+
+    @recursion_safe  # the real decoder's, on this decoder's own
+    def decode(self, s: Any) -> Any:
+        if type(self) is not JSONDecoder:  # JSONDecoder.decode(host_object, ...)
+            raise TypeError("JSONDecoder.decode acts only on JSONDecoder objects")
+        return self._real.decode(s)
+
+    @recursion_safe  # the real decoder's, on this decoder's own
+    def raw_decode(self, s: Any, idx: Any = 0) -> tuple[Any, int]:
+        if type(self) is not JSONDecoder:
+            raise TypeError("JSONDecoder.raw_decode acts only on JSONDecoder objects")
+        return self._real.raw_decode(s, exact_index(idx))
 
 
 def _normalize(form: str, text: str) -> str:
@@ -790,6 +841,7 @@ def _register_readable_types() -> None:
             *("skipkeys", "ensure_ascii", "check_circular", "allow_nan", "key_separator"),
         ),
     )
+    register_readable(JSONDecoder, names=("decode", "raw_decode", *_DECODER_OPTIONS))
     # a wrapper's options are its own, read and set as CPython's documentation shows (the
     # class's translation table and patterns, which every session shares, stay hidden)
     register_readable(textwrap.TextWrapper, writable=True, names=("wrap", "fill", *WRAP_OPTIONS))
@@ -832,7 +884,8 @@ def _register_readable_types() -> None:
 # What type() of these shows: the public name each stands for.
 for _kind, _module, _name in (
     (ScriptFormatter, "string", "Formatter"),
-    (JSONEncoder, "json", "JSONEncoder"),
+    (JSONEncoder, "json.encoder", "JSONEncoder"),
+    (JSONDecoder, "json.decoder", "JSONDecoder"),
     (SingleDispatch, "functools", "singledispatch"),
     (ScriptRandom, "random", "Random"),
     (Counter, "collections", "Counter"),

@@ -449,6 +449,10 @@ FREEZES = {
         "import json\nxs = list(range(60_000))\n"
         "json.loads('[' + ','.join(['1.5'] * 60_000) + ']', parse_float=xs.count)"
     ),
+    "json.JSONDecoder with a C hook": (
+        "import json\nxs = list(range(60_000))\njson.JSONDecoder(parse_float=xs.count)"
+        ".decode('[' + ','.join(['1.5'] * 60_000) + ']')"
+    ),
     "json.dumps with a C default": (
         "import json\nxs = list(range(60_000))\njson.dumps([{1}] * 60_000, default=xs.count)"
     ),
@@ -598,6 +602,8 @@ REVIEWED_CALLBACK_PARAMETERS = {
     "difflib.ndiff": "linejunk charjunk",
     "difflib.SequenceMatcher": "isjunk",
     "functools.cached_property": "func",
+    # the runtime's own decoder: each hook made interruptible for the real one's C scanner
+    "json.JSONDecoder": "object_hook parse_float parse_int parse_constant object_pairs_hook",
     "textwrap.indent": "predicate",
     "types.MethodType": "function",  # called once per call of the method, as the script's
     "tomllib.load": "parse_float",

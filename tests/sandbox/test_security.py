@@ -365,6 +365,14 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("host-public-name-in-its-dict", "import csv\ncsv.DictReader([]).reader", SEC),
     ("host-public-name-by-hasattr", "import csv\nhasattr(csv.DictReader([]), 'dialect')", SEC),
     ("host-private-name-it-lacks", "import textwrap\nhasattr(textwrap.TextWrapper(), '_x')", SEC),
+    # a json decoder keeps its real one away, acts on its own objects, takes no writes
+    ("json-decoder-real", "import json\njson.JSONDecoder()._real", SEC),
+    (
+        "json-decoder-on-another",
+        "import json\njson.JSONDecoder.decode(json.JSONEncoder(), '1')",
+        SEC,
+    ),
+    ("json-decoder-write", "import json\njson.JSONDecoder().object_hook = print", SEC),
     # a wrapper's options are its own; the class's table and patterns are every session's
     (
         "textwrap-shared-table",
