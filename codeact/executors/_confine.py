@@ -359,6 +359,8 @@ def load_seccomp() -> Any:
     is not imported yet, it is not imported for this: it imports ``shutil``, ``tempfile``
     and ``subprocess``, a tenth of a template's imports; a stand-in answers for it while
     pyseccomp loads, and the module itself is loaded only if a name needs its lookup.
+    Called where one thread runs (a template; a worker before it starts any), so no other
+    import can meet the stand-in.
     """
     loaded = sys.modules.get("ctypes.util")
     stand_in = types.ModuleType("ctypes.util") if loaded is None else None
