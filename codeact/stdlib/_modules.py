@@ -526,9 +526,11 @@ class JSONEncoder:
 
 class JSONDecoder:
     """``json.JSONDecoder`` as scripts use it: ``decode``, and ``raw_decode`` to read one
-    value off the front of a text. The hooks it was given are kept as given and handed,
-    interruptible, to a real decoder made with it (whose C scanner takes them at once, as
-    CPython's does: setting one later changes nothing). Not a base a script derives from.
+    value off the front of a text; a base whose subclass hands its own ``object_hook`` to
+    ``__init__``. The hooks it was given are kept as given and handed, interruptible, to a
+    real decoder made with it (whose C scanner takes them at once, as CPython's does:
+    setting one later changes nothing). The real decoder is held in a slot read and written
+    by the slot's own descriptor, never by a name a script's subclass could define again.
     """
 
     __slots__ = ("_real", *_DECODER_OPTIONS)
@@ -543,10 +545,12 @@ class JSONDecoder:
         strict: bool = True,
         object_pairs_hook: Any = None,
     ) -> None:
+        if not isinstance(self, JSONDecoder):  # JSONDecoder.__init__(another_object)
+            raise TypeError("JSONDecoder.__init__ acts only on JSONDecoder objects")
         self.object_hook, self.parse_float, self.parse_int = object_hook, parse_float, parse_int
         self.parse_constant, self.strict = parse_constant, strict
         self.object_pairs_hook = object_pairs_hook
-        self._real = json.JSONDecoder(
+        real = json.JSONDecoder(
             object_hook=interruptible(object_hook),
             parse_float=interruptible(parse_float),
             parse_int=interruptible(parse_int),
@@ -554,18 +558,29 @@ class JSONDecoder:
             strict=strict,
             object_pairs_hook=interruptible(object_pairs_hook),
         )
+        _REAL_DECODER.__set__(self, real)
 
     @recursion_safe  # the real decoder's, on this decoder's own
     def decode(self, s: Any) -> Any:
-        if type(self) is not JSONDecoder:  # JSONDecoder.decode(host_object, ...)
-            raise TypeError("JSONDecoder.decode acts only on JSONDecoder objects")
-        return self._real.decode(s)
+        return _real_decoder(self, "decode").decode(s)
 
     @recursion_safe  # the real decoder's, on this decoder's own
     def raw_decode(self, s: Any, idx: Any = 0) -> tuple[Any, int]:
-        if type(self) is not JSONDecoder:
-            raise TypeError("JSONDecoder.raw_decode acts only on JSONDecoder objects")
-        return self._real.raw_decode(s, exact_index(idx))
+        return _real_decoder(self, "raw_decode").raw_decode(s, exact_index(idx))
+
+
+_REAL_DECODER = JSONDecoder.__dict__["_real"]  # the slot's own descriptor
+
+
+@recursion_safe  # reads only
+def _real_decoder(decoder: Any, method: str) -> json.JSONDecoder:
+    if not isinstance(decoder, JSONDecoder):  # JSONDecoder.decode(host_object, ...)
+        raise TypeError(f"JSONDecoder.{method} acts only on JSONDecoder objects")
+    try:
+        return _REAL_DECODER.__get__(decoder, JSONDecoder)  # type: ignore[no-any-return]
+    except AttributeError:  # a subclass that never called JSONDecoder.__init__: CPython's words
+        name = type(decoder).__name__
+        raise AttributeError(f"{name!r} object has no attribute 'scan_once'") from None
 
 
 def _normalize(form: str, text: str) -> str:
@@ -865,6 +880,7 @@ def _register_readable_types() -> None:
         ToolError,
         json.JSONDecodeError,
         JSONEncoder,
+        JSONDecoder,
         decimal.InvalidOperation,
         statistics.StatisticsError,
         dataclasses.FrozenInstanceError,

@@ -373,6 +373,11 @@ ATTACKS: list[tuple[str, str, str]] = [
         SEC,
     ),
     ("json-decoder-write", "import json\njson.JSONDecoder().object_hook = print", SEC),
+    (
+        "json-decoder-subclass-real",
+        "import json\nclass D(json.JSONDecoder):\n    pass\nD()._real",
+        SEC,
+    ),
     # a wrapper's options are its own; the class's table and patterns are every session's
     (
         "textwrap-shared-table",
@@ -629,3 +634,22 @@ def test_a_forwarded_iterator_value_is_plain_and_read_only_from_its_relay() -> N
         getter(Holder())
     with pytest.raises(TypeError, match="not a plain value"):
         _forwarded("dialect").fget(relay)  # type: ignore[misc]
+
+
+def test_a_json_decoder_subclass_never_stands_in_for_the_real_decoder(
+    run: Callable[[str], ScriptOutcome],
+) -> None:
+    # the real decoder is read from its slot by the slot's own descriptor: a name the
+    # script's subclass defines again is the script's, and decoding never reaches it
+    outcome = run(
+        "import json\n"
+        "class Forged:\n"
+        "    def decode(self, s):\n"
+        "        return 'forged'\n"
+        "class D(json.JSONDecoder):\n"
+        "    _real = Forged()\n"
+        "d = D()\n"
+        "[d.decode('[1]'), d.raw_decode('[2] x'), d._real.decode('')]"
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [[1], [[2], 3], "forged"]
