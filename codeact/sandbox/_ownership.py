@@ -162,6 +162,7 @@ def register_host_method(owner: type, name: str, wrap: Any) -> None:
     HOST_METHOD_NAMES.add(name)
 
 
+@recursion_safe  # converts, and changes nothing
 def exact_value(value: Any) -> Any:
     """``value`` as an exact builtin if it is a subclass of one, else as it is.
 

@@ -413,7 +413,7 @@ def _json_loads(s: Any, **options: Any) -> Any:
     for name in _JSON_HOOKS:
         if name in options:
             options[name] = interruptible(options[name])
-    return json.loads(s, **options)
+    return json.loads(exact_value(s), **options)  # json's Python code calls s.startswith
 
 
 @recursion_safe  # sets only its own keyword arguments before json's
@@ -547,29 +547,32 @@ class JSONDecoder:
     ) -> None:
         if not isinstance(self, JSONDecoder):  # JSONDecoder.__init__(another_object)
             raise TypeError("JSONDecoder.__init__ acts only on JSONDecoder objects")
-        self.object_hook, self.parse_float, self.parse_int = object_hook, parse_float, parse_int
-        self.parse_constant, self.strict = parse_constant, strict
-        self.object_pairs_hook = object_pairs_hook
-        real = json.JSONDecoder(
-            object_hook=interruptible(object_hook),
-            parse_float=interruptible(parse_float),
-            parse_int=interruptible(parse_int),
-            parse_constant=interruptible(parse_constant),
-            strict=strict,
-            object_pairs_hook=interruptible(object_pairs_hook),
-        )
-        _REAL_DECODER.__set__(self, real)
+        given = {
+            "object_hook": object_hook,
+            "parse_float": parse_float,
+            "parse_int": parse_int,
+            "parse_constant": parse_constant,
+            "strict": bool(strict),  # a plain flag for json's Python code
+            "object_pairs_hook": object_pairs_hook,
+        }
+        # written through the slots' own descriptors: on a script's subclass, no
+        # __setattr__ or property of its own runs from here
+        for name, value in given.items():
+            _DECODER_SLOTS[name].__set__(self, value)
+        hooks = {name: interruptible(value) for name, value in given.items() if name != "strict"}
+        _DECODER_SLOTS["_real"].__set__(self, json.JSONDecoder(strict=given["strict"], **hooks))
 
     @recursion_safe  # the real decoder's, on this decoder's own
     def decode(self, s: Any) -> Any:
-        return _real_decoder(self, "decode").decode(s)
+        return _real_decoder(self, "decode").decode(exact_value(s))
 
     @recursion_safe  # the real decoder's, on this decoder's own
     def raw_decode(self, s: Any, idx: Any = 0) -> tuple[Any, int]:
-        return _real_decoder(self, "raw_decode").raw_decode(s, exact_index(idx))
+        return _real_decoder(self, "raw_decode").raw_decode(exact_value(s), exact_index(idx))
 
 
-_REAL_DECODER = JSONDecoder.__dict__["_real"]  # the slot's own descriptor
+# the slots' own descriptors
+_DECODER_SLOTS = {name: JSONDecoder.__dict__[name] for name in JSONDecoder.__slots__}
 
 
 @recursion_safe  # reads only
@@ -577,10 +580,25 @@ def _real_decoder(decoder: Any, method: str) -> json.JSONDecoder:
     if not isinstance(decoder, JSONDecoder):  # JSONDecoder.decode(host_object, ...)
         raise TypeError(f"JSONDecoder.{method} acts only on JSONDecoder objects")
     try:
-        return _REAL_DECODER.__get__(decoder, JSONDecoder)  # type: ignore[no-any-return]
+        return _DECODER_SLOTS["_real"].__get__(decoder, JSONDecoder)  # type: ignore[no-any-return]
     except AttributeError:  # a subclass that never called JSONDecoder.__init__: CPython's words
         name = type(decoder).__name__
         raise AttributeError(f"{name!r} object has no attribute 'scan_once'") from None
+
+
+class TextWrapper(textwrap.TextWrapper):
+    """``textwrap.TextWrapper`` whose options and texts reach textwrap's Python code as
+    exact builtins: a script's ``str`` subclass would have its methods called there."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # every option, given to __init__ or set later, passes through here
+        object.__setattr__(self, name, exact_value(value))
+
+    def wrap(self, text: str) -> list[str]:
+        return super().wrap(exact_value(text))
+
+    def fill(self, text: str) -> str:
+        return super().fill(exact_value(text))
 
 
 def _normalize(form: str, text: str) -> str:
@@ -695,7 +713,14 @@ def _static_facades() -> dict[str, Facade]:
             ),
         ),
         "textwrap": Facade(
-            "textwrap", pick(textwrap, "wrap fill dedent indent shorten TextWrapper")
+            "textwrap",
+            {
+                **{
+                    name: exact_arguments(getattr(textwrap, name))
+                    for name in ("wrap", "fill", "dedent", "indent", "shorten")
+                },
+                "TextWrapper": TextWrapper,
+            },
         ),
         "decimal": Facade(
             "decimal",
@@ -859,7 +884,7 @@ def _register_readable_types() -> None:
     register_readable(JSONDecoder, names=("decode", "raw_decode", *_DECODER_OPTIONS))
     # a wrapper's options are its own, read and set as CPython's documentation shows (the
     # class's translation table and patterns, which every session shares, stay hidden)
-    register_readable(textwrap.TextWrapper, writable=True, names=("wrap", "fill", *WRAP_OPTIONS))
+    register_readable(TextWrapper, writable=True, names=("wrap", "fill", *WRAP_OPTIONS))
     recorded.register_clock_methods()
     # strptime caches each format it is given for the process
     register_host_method(
@@ -902,6 +927,7 @@ for _kind, _module, _name in (
     (ScriptFormatter, "string", "Formatter"),
     (JSONEncoder, "json.encoder", "JSONEncoder"),
     (JSONDecoder, "json.decoder", "JSONDecoder"),
+    (TextWrapper, "textwrap", "TextWrapper"),
     (SingleDispatch, "functools", "singledispatch"),
     (ScriptRandom, "random", "Random"),
     (Counter, "collections", "Counter"),

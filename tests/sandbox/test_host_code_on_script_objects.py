@@ -1022,3 +1022,62 @@ def test_copy_typing_and_re_never_call_what_a_script_wrote(run: Runner) -> None:
         "decoding to str: need a bytes-like object, Member found",
         [],
     ]
+
+
+def test_textwrap_and_json_hand_their_code_exact_text(run: Runner) -> None:
+    # textwrap's and json's Python code would call a str subclass's methods (expandtabs,
+    # splitlines, startswith, __len__), and a decoder's __init__ a subclass's __setattr__
+    outcome = run(
+        _script(
+            """
+            import json
+            import textwrap
+            calls = []
+            class S(str):
+                def expandtabs(self, *a):
+                    calls.append("expandtabs")
+                    return str(self)
+                def splitlines(self, *a):
+                    calls.append("splitlines")
+                    return str.splitlines(self, *a)
+                def startswith(self, *a):
+                    calls.append("startswith")
+                    return str.startswith(self, *a)
+                def __len__(self):
+                    calls.append("len")
+                    return 3
+            class D(json.JSONDecoder):
+                def __setattr__(self, name, value):
+                    calls.append("setattr " + name)
+                    object.__setattr__(self, name, value)
+            w = textwrap.TextWrapper(width=8, initial_indent=S("> "))
+            w.subsequent_indent = S("  ")
+            made = [
+                w.fill(S("alpha beta gamma")),
+                textwrap.fill(S("a b c"), 3),
+                textwrap.indent(S("a\\nb"), S("- ")),
+                textwrap.dedent(S("  x")),
+                textwrap.shorten(S("hello world foo"), 11),
+                json.loads(S("[1]")),
+                json.JSONDecoder().raw_decode(S("[3] x")),
+                D().decode("[4]"),
+                type(w.initial_indent).__name__,
+            ]
+            [made, calls]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    made, calls = outcome.value
+    assert calls == []
+    assert made == [
+        "> alpha\n  beta\n  gamma",
+        "a b\nc",
+        "- a\n- b",
+        "x",
+        "hello [...]",
+        [1],
+        [[3], 3],
+        [4],
+        "str",
+    ]

@@ -245,6 +245,13 @@ class Encoder(json.JSONEncoder):
     def default(self, o):
         return str(o)
 seeds += [Encoder(indent=1), Encoder, json.dumps({1}, cls=Encoder)]
+class Decoder(json.JSONDecoder):
+    def __init__(self):
+        super().__init__(object_hook=self.object_hook)
+    def object_hook(self, d):
+        return d
+seeds += [json.JSONDecoder(parse_float=str), json.JSONDecoder, Decoder(), Decoder]
+seeds += [json.loads('[1]', cls=Decoder), textwrap.TextWrapper(width=9), textwrap.TextWrapper]
 @functools.singledispatch
 def shown(x):
     return 'x'
@@ -711,8 +718,11 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += (".__class_getitem__",)  # a builtin's alias maker, read on a class or an alias
     newest += (".ZoneInfo", ".available_timezones", ".utcoffset")  # zoneinfo's
     newest += ("typing.Deque", "typing.DefaultDict", "re.escape")  # they make or refuse now
+    newest += (".raw_decode", ".dedent")  # they hand json's and textwrap's code exact text
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
+    for kind in ("JSONDecoder", "TextWrapper"):  # the runtime's own classes, made by calls
+        assert any(isinstance(t, type) and t.__name__ == kind for _, t in targets), kind
     for name in ("eval", "exec", "input"):  # the interpreter's own builtins, called too
         assert any(target is scope["__builtins__"][name] for _, target in targets), name
     sandbox.limits = CALL_LIMITS
