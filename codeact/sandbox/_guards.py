@@ -1152,34 +1152,32 @@ def _kept_on_instance(obj: Any, name: str) -> Any:
 
 
 @recursion_safe  # reads only
-def _script_instance_lacks(obj: Any, name: str) -> bool:
-    """Is ``obj`` the script's own object, with no ``name`` in its real instance dict?"""
+def _instance_lacks(obj: Any, name: str) -> bool:
+    """Is ``name`` missing from ``obj``'s instance dict: the script's own object's real
+    one, or, for a public name only, a host object's (whether a host object holds a private
+    name is not the script's to learn; that it lacks ``widht``, CPython's hasattr says)?"""
     namespace = _script_instance_dict(obj)
+    if namespace is None and name[:1] != "_":
+        namespace = _host_instance_dict(obj)
     if namespace is None or any(type(key) is not str for key in namespace):
         return False  # a key of the script's str subclass: a lookup here would run its __eq__
     return name not in namespace
 
 
 @recursion_safe  # reads only
-def _host_instance_lacks(obj: Any, name: str) -> bool:
-    """Is the public ``name`` missing from a host object's instance dict?
-
-    Read by CPython's own ``__dict__`` getter, its keys plain strings: no code of the
-    object's runs. Only a public name: whether a host object holds a private one is not
-    the script's to learn (that it lacks ``widht``, CPython's hasattr says of it too).
-    """
+def _host_instance_dict(obj: Any) -> dict[Any, Any] | None:
+    """A host object's instance dict, read by CPython's own ``__dict__`` getter (no code of
+    the object's runs); None for anything else."""
     kind = type(obj)
-    if name[:1] == "_" or isinstance(obj, type) or is_script_class(kind):
-        return False
+    if isinstance(obj, type) or is_script_class(kind):
+        return None
     getter = next(
         (_TYPE_DICT(k)["__dict__"] for k in _MRO(kind) if "__dict__" in _TYPE_DICT(k)), None
     )
     if type(getter) is not types.GetSetDescriptorType:  # a class's own __dict__ property: host code
-        return False
+        return None
     namespace = getter.__get__(obj, kind)
-    if type(namespace) is not dict or any(type(key) is not str for key in namespace):
-        return False  # a key of a script's str subclass (set on a writable object): its __eq__
-    return name not in namespace
+    return namespace if type(namespace) is dict else None
 
 
 @recursion_safe  # reads only
@@ -1199,9 +1197,7 @@ def _defined_nowhere(obj: Any, name: str) -> bool:
         # BaseException's is one of its own)
         if any(name in _TYPE_DICT(cls) for cls in _MRO(obj)):
             return False
-    elif _DICT_OFFSET(kind) and not (
-        _script_instance_lacks(obj, name) or _host_instance_lacks(obj, name)
-    ):
+    elif _DICT_OFFSET(kind) and not _instance_lacks(obj, name):
         return False
     for cls in path:
         namespace = _TYPE_DICT(cls)

@@ -594,11 +594,8 @@ class TextWrapper(textwrap.TextWrapper):
         # every option, given to __init__ or set later, passes through here
         object.__setattr__(self, name, exact_value(value))
 
-    def wrap(self, text: str) -> list[str]:
+    def wrap(self, text: str) -> list[str]:  # fill wraps through it
         return super().wrap(exact_value(text))
-
-    def fill(self, text: str) -> str:
-        return super().fill(exact_value(text))
 
 
 def _normalize(form: str, text: str) -> str:
