@@ -1,9 +1,10 @@
 """The builtins a script sees: a curated set, with guarded stand-ins where size or reach matters.
 
-Absent on purpose: ``open``, ``compile`` (scripts hold no code objects: ``eval`` and
-``exec``, which the interpreter adds, take text it compiles under the script's policy),
-``__import__`` (imports go through the facade importer), ``breakpoint``, ``memoryview``,
-a raw ``getattr`` and ``BaseExceptionGroup`` (it would carry a stop past the handlers that
+Absent on purpose: ``open``, a real ``compile`` (scripts hold no code objects: ``eval``,
+``exec`` and ``compile``, which the interpreter adds, take text it compiles under the
+script's policy; ``compile`` hands back a stand-in only they can run), ``__import__``
+(imports go through the facade importer), ``breakpoint``, ``memoryview``, a raw
+``getattr`` and ``BaseExceptionGroup`` (it would carry a stop past the handlers that
 re-raise it). ``input`` (the interpreter adds it) reads end-of-file: a script has no
 standard input. ``BaseException``, ``KeyboardInterrupt``, ``SystemExit`` and
 ``GeneratorExit`` are there to raise, derive from and name; none of them catches a limit,
@@ -164,6 +165,7 @@ def no_keywords(qualified: str, keywords: dict[str, Any]) -> None:
         raise TypeError(f"{qualified}() takes no keyword arguments")
 
 
+@recursion_safe  # reads only
 def clinic_arguments(
     method: str,
     names: tuple[str, ...],

@@ -89,12 +89,21 @@ FUTURE_ANNOTATIONS = __future__.annotations.compiler_flag
 
 
 @functools.lru_cache(maxsize=COMPILE_CACHE_SIZE)
-def compile_string(source: str | bytes, mode: str, inherited: int = 0) -> CompiledString:
-    """Compile what a script gave ``eval`` (mode "eval") or ``exec`` ("exec") under the
-    script's own policy; ``inherited``: the calling code's ``FUTURE_ANNOTATIONS`` flag, or
-    0. A RecursionError propagates (the caller was deep), uncached."""
+def compile_string(
+    source: str | bytes,
+    mode: str,
+    inherited: int = 0,
+    shown_as: str = STRING_SHOWN_AS,
+    optimize: int = -1,
+) -> CompiledString:
+    """Compile what a script gave ``eval`` (mode "eval"), ``exec`` ("exec") or ``compile``
+    under the script's own policy; ``inherited``: the calling code's ``FUTURE_ANNOTATIONS``
+    flag, or 0; ``shown_as``: the file name its syntax errors give (``compile``'s
+    argument); ``optimize``: ``compile``'s level. The code's own file name is always
+    ``STRING_FILENAME``, which marks its frames as the script's. A RecursionError
+    propagates (the caller was deep), uncached."""
     try:
-        tree = parse_in_mode(source, STRING_SHOWN_AS, mode)
+        tree = parse_in_mode(source, shown_as, mode)
     except (SyntaxError, ValueError) as error:
         return CompiledString(error=(type(error), error.args))
     policy = _ForStrings()
@@ -105,9 +114,10 @@ def compile_string(source: str | bytes, mode: str, inherited: int = 0) -> Compil
         return CompiledString(violations=tuple(policy.errors))
     put_back(written)
     try:
-        return CompiledString(code=compile_tree(tree, STRING_FILENAME, mode=mode, flags=flags))
+        code = compile_tree(tree, STRING_FILENAME, mode=mode, flags=flags, optimize=optimize)
+        return CompiledString(code=code)
     except SyntaxError as error:  # found only when compiling ('await' outside a function)
-        where = (STRING_SHOWN_AS, error.lineno, error.offset, error.text)
+        where = (shown_as, error.lineno, error.offset, error.text)
         return CompiledString(error=(type(error), (error.msg, where)))
 
 

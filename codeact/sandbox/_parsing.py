@@ -37,10 +37,17 @@ def parse_expression(source: str) -> ast.Expression:
 
 
 def compile_tree(
-    tree: ast.Module | ast.Expression, filename: str, *, flags: int = 0, mode: str = "exec"
+    tree: ast.Module | ast.Expression,
+    filename: str,
+    *,
+    flags: int = 0,
+    mode: str = "exec",
+    optimize: int = -1,
 ) -> CodeType:
     with _CONVERTING:
-        code: CodeType = compile(tree, filename, mode, flags=flags, dont_inherit=True)
+        code: CodeType = compile(
+            tree, filename, mode, flags=flags, dont_inherit=True, optimize=optimize
+        )
     return code
 
 

@@ -252,6 +252,7 @@ class Decoder(json.JSONDecoder):
         return d
 seeds += [json.JSONDecoder(parse_float=str), json.JSONDecoder, Decoder(), Decoder]
 seeds += [json.loads('[1]', cls=Decoder), textwrap.TextWrapper(width=9), textwrap.TextWrapper]
+seeds += [compile('x = 1', 'made.py', 'exec'), type(compile('1', 'f', 'eval'))]
 @functools.singledispatch
 def shown(x):
     return 'x'
@@ -723,7 +724,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
         assert any(path.endswith(name) for path, _ in targets), name
     for kind in ("JSONDecoder", "TextWrapper"):  # the runtime's own classes, made by calls
         assert any(isinstance(t, type) and t.__name__ == kind for _, t in targets), kind
-    for name in ("eval", "exec", "input"):  # the interpreter's own builtins, called too
+    for name in ("eval", "exec", "compile", "input"):  # the interpreter's own, called too
         assert any(target is scope["__builtins__"][name] for _, target in targets), name
     sandbox.limits = CALL_LIMITS
     problems: list[str] = []

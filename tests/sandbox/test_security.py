@@ -248,7 +248,32 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("exec-globals-of-a-host-function", "import json\nexec('x = 1', json.dumps.__globals__)", SEC),
     ("exec-source-size", "exec('x = 1\\n' * 60_000)", LIMIT),
-    ("compile", "compile('1', 'x', 'exec')", RUN),
+    # compile checks the string as exec does and hands back a stand-in: its code stays away
+    ("compile-code-read", "compile('1', 'x', 'eval')._code", SEC),
+    ("compile-code-by-getattr", "getattr(compile('1', 'x', 'eval'), '_code')", SEC),
+    (
+        "compile-code-by-pattern",
+        "match compile('1', 'x', 'eval'):\n    case object(_code=c):\n        c",
+        SEC,
+    ),
+    ("compile-code-by-format", "'{0._code}'.format(compile('1', 'x', 'eval'))", SEC),
+    ("compile-code-by-copy", "import copy\ncopy.deepcopy(compile('1', 'x', 'eval'))._code", SEC),
+    ("compile-made-by-type", "type(compile('1', 'x', 'eval'))(None, 'x', None)", SEC),
+    ("compile-write", "compile('1', 'x', 'eval').co_filename = 'y'", SEC),
+    (
+        "compile-dunder-string",
+        "eval(compile('().__class__.__bases__[0].__subclasses__()', 'x', 'eval'))",
+        SEC,
+    ),
+    ("compile-reserved-name", "compile('_write_ = len', 'x', 'exec')", SEC),
+    ("compile-source-size", "compile('x = 1\\n' * 60_000, 'x', 'exec')", LIMIT),
+    ("compile-an-ast", "compile('1', 'x', 'exec', 0x400)", RUN),  # ONLY_AST: ast is not offered
+    ("compile-single", "compile('1', 'x', 'single')", RUN),  # would print through host sys
+    (
+        "compile-file-name-of-the-scripts-path",
+        "class P:\n    def __fspath__(self):\n        return 'p'\ncompile('1', P(), 'eval')",
+        RUN,
+    ),
     ("globals", "globals()['_getattr_']", RUN),
     ("vars", "vars()['_getattr_']", RUN),  # the calling frame's names, never the guards'
     ("dir-guards", "[n for n in dir() if n[:1] == '_' and n[-2:] != '__'][0]", RUN),

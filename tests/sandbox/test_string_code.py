@@ -74,6 +74,32 @@ def test_a_function_a_string_made_prints_into_the_run_that_calls_it(run: Runner)
     assert outcome.output == "LATER\n"
 
 
+def test_compile_checks_the_string_when_it_compiles_not_when_it_runs(run: Runner) -> None:
+    outcome = run("made = []\ncode = compile('_write_ = len', 'f.py', 'exec')\nmade.append(1)")
+    assert outcome.error is not None
+    assert outcome.error.code == "CODE_SECURITY_VIOLATION"
+    assert '"_write_" is reserved' in outcome.error.message
+    assert outcome.error.line == 2  # the compile call, before anything of it could run
+    assert run("made").value == []  # nothing after it ran
+
+
+def test_code_compiled_in_one_run_calls_tools_in_the_run_that_evaluates_it(run: Runner) -> None:
+    first = run("total = compile('add(a=base, b=2)', '<total>', 'eval')\nbase = 1")
+    assert first.error is None, first.error
+    assert first.tool_calls == ()
+    second = run("base = 40\neval(total)")
+    assert second.error is None, second.error
+    assert second.value == 42
+    assert [(c.name, c.ok) for c in second.tool_calls] == [("add", True)]
+
+
+def test_an_error_in_compiled_code_names_the_scripts_line(run: Runner) -> None:
+    outcome = run("ratio = compile('1 / count', '<ratio>', 'eval')\ncount = 0\neval(ratio)")
+    assert outcome.error is not None
+    assert outcome.error.message.startswith("ZeroDivisionError: division by zero")
+    assert outcome.error.line == 3  # the script's line that ran it
+
+
 def test_a_namespace_the_script_gives_keeps_only_names(run: Runner) -> None:
     outcome = run(
         "space = {'value': 2}\nexec('value = value * 5\\ndel_me = 1\\ndel del_me', space)\n"
