@@ -21,6 +21,9 @@ the way in, and why:
 - ``queue``: single-thread queues without locks; a ``get`` that would wait forever
   raises ``Empty`` instead of hanging the run in a lock no interrupt reaches.
 - ``pprint.pprint`` prints where the script's ``print`` prints.
+- ``ast``: ``literal_eval`` alone, on text no longer than a script may be (its parse is one
+  C call), parsed under the lock every parse takes; no trees (``parse``, the node classes).
+- ``cmath``: every function and constant (numbers in, numbers out).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ import __future__
 
 import abc
 import array
+import ast
 import binascii
 import calendar
+import cmath
 import collections
 import collections.abc
 import contextlib
@@ -67,6 +72,7 @@ from ..sandbox._ownership import (
     register_base,
     register_readable,
 )
+from ..sandbox._parsing import parse_in_mode
 from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import exact_index, forward_attributes, ticking
 from . import _recorded as recorded
@@ -126,6 +132,34 @@ def _csv_reader(source: Any, *args: Any, **kwargs: Any) -> Iterator[list[str]]:
 
 
 forward_attributes(type(csv.reader([])), "line_num")  # the lines read so far, as CPython counts
+
+
+# ast -----------------------------------------------------------------------------------
+
+
+_SCALARS = frozenset({int, float, complex, bool, bytes, type(None)})
+
+
+def _literal_eval(guards: Guards) -> Callable[[Any], Any]:
+    def literal_eval(node_or_string: Any) -> Any:
+        """A Python literal's value, read from text as CPython's ``ast.literal_eval``."""
+        text = node_or_string
+        if isinstance(text, str):
+            text = str.__str__(text)  # never a subclass's own methods
+        else:  # a tree is what CPython's takes besides text: scripts hold none
+            # a number's or bytes' repr is the builtin's; another object's could be the script's
+            shown = repr(text) if type(text) in _SCALARS else f"<{type(text).__name__} object>"
+            raise ValueError(f"malformed node or string: {shown}")
+        limit = guards.limits.max_source_chars
+        if len(text) > limit:  # parsing is one C call no limit interrupts
+            raise LimitExceeded(
+                "source size",
+                f"the text given to literal_eval has {len(text):,} characters "
+                f"(limit {limit:,}, as for a script)",
+            )
+        return ast.literal_eval(parse_in_mode(text.lstrip(" \t"), "<unknown>", "eval"))
+
+    return literal_eval
 
 
 # zlib ----------------------------------------------------------------------------------
@@ -893,6 +927,14 @@ def static_everyday_facades() -> dict[str, Facade]:
                 "DictReader": csv.DictReader,
             },
         ),
+        "cmath": Facade(
+            "cmath",
+            pick(
+                cmath,
+                "acos acosh asin asinh atan atanh cos cosh e exp inf infj isclose isfinite isinf "
+                "isnan log log10 nan nanj phase pi polar rect sin sinh sqrt tan tanh tau",
+            ),
+        ),
         "binascii": Facade(
             "binascii",
             pick(
@@ -987,6 +1029,7 @@ def static_everyday_facades() -> dict[str, Facade]:
 def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
     """The facades of this module that hold a session's guards."""
     return {
+        "ast": Facade("ast", {"literal_eval": _literal_eval(guards)}),
         "operator": Facade("operator", _operator_members(guards)),
         "zlib": Facade(
             "zlib",
@@ -1073,6 +1116,9 @@ def _register() -> None:
         type(calendar.day_name),
     )
     register_readable(csv.DictReader, names=("fieldnames", "line_num", "restkey", "restval"))
+    # the dialects' settings: plain strings, ints and bools, on the class and its instances
+    dialect_settings = [name for name in vars(csv.Dialect) if not name.startswith("_")]
+    register_readable(csv.excel, csv.excel_tab, csv.unix_dialect, names=dialect_settings)
     register_readable(Queue, LifoQueue, PriorityQueue, SimpleQueue, writable=True)
     register_readable(array.array, types.SimpleNamespace, Context, writable=True)
     register_base(

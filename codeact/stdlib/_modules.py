@@ -951,7 +951,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
-        *("struct", "types", "json", "contextlib"),
+        *("struct", "types", "json", "contextlib", "ast"),
         *("traceback", "dataclasses", "logging", "warnings", "fnmatch", "hashlib"),
     }
 )

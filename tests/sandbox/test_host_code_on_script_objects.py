@@ -1081,3 +1081,44 @@ def test_textwrap_and_json_hand_their_code_exact_text(run: Runner) -> None:
         [4],
         "str",
     ]
+
+
+def test_literal_eval_and_compile_read_the_text_never_a_subclass_method(run: Runner) -> None:
+    # ast's Python code would call a str subclass's lstrip; compile's file name a bytes
+    # subclass's __bytes__
+    outcome = run(
+        _script(
+            """
+            import ast
+            calls = []
+            class S(str):
+                def lstrip(self, *a):
+                    calls.append("lstrip")
+                    return "'not this'"
+            class B(bytes):
+                def __bytes__(self):
+                    calls.append("bytes")
+                    return b"other"
+            made = [
+                ast.literal_eval(S("  ['the', 'text']")),
+                compile(S("1 + 1"), B(b"name.py"), S("eval")).co_filename,
+                eval(compile(B(b"2 * 3"), "f", "eval")),
+            ]
+            class Shown:
+                def __repr__(self):
+                    calls.append("repr")
+                    return "shown"
+            try:
+                ast.literal_eval(Shown())
+            except ValueError as error:
+                made.append(str(error))
+            [made, calls]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    # CPython's error would show the object's repr: the script's own __repr__, not run here
+    assert outcome.value == [
+        [["the", "text"], "name.py", 6, "malformed node or string: <Shown object>"],
+        [],
+    ]

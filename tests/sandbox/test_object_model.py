@@ -555,6 +555,9 @@ REVIEWED_C_MEMBERS = {
     "divmod float frozenset hash hex id int isinstance issubclass len list next object oct ord "
     "property repr reversed round set slice staticmethod str super tuple __build_class__",
     "binascii": "a2b_base64 a2b_hex b2a_base64 b2a_hex crc32 crc_hqx hexlify unhexlify",
+    # numbers in (__complex__, __float__, __index__ read once), numbers out
+    "cmath": "acos acosh asin asinh atan atanh cos cosh exp isclose isfinite isinf isnan log "
+    "log10 phase polar rect sin sinh sqrt tan tanh",
     "collections": "OrderedDict defaultdict deque",
     "csv": "writer",
     "datetime": "date datetime time timedelta timezone tzinfo",

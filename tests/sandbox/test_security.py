@@ -248,6 +248,10 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("exec-globals-of-a-host-function", "import json\nexec('x = 1', json.dumps.__globals__)", SEC),
     ("exec-source-size", "exec('x = 1\\n' * 60_000)", LIMIT),
+    # ast offers literal_eval alone, on text no longer than a script
+    ("ast-literal-eval-size", "import ast\nast.literal_eval('1' * 200_000)", LIMIT),
+    ("ast-parse", "import ast\nast.parse('1')", RUN),
+    ("ast-node-classes", "import ast\nast.Constant", RUN),
     # compile checks the string as exec does and hands back a stand-in: its code stays away
     ("compile-code-read", "compile('1', 'x', 'eval')._code", SEC),
     ("compile-code-by-getattr", "getattr(compile('1', 'x', 'eval'), '_code')", SEC),
@@ -389,6 +393,10 @@ ATTACKS: list[tuple[str, str, str]] = [
     # it holds stays hidden, whether a private name is there is not told
     ("host-public-name-in-its-dict", "import csv\ncsv.DictReader([]).reader", SEC),
     ("host-public-name-by-hasattr", "import csv\nhasattr(csv.DictReader([]), 'dialect')", SEC),
+    # a dialect class's settings are read, never set: the class is every session's
+    ("csv-dialect-class-write", "import csv\ncsv.excel.delimiter = ';'", SEC),
+    ("csv-dialect-instance-write", "import csv\ncsv.excel().delimiter = ';'", SEC),
+    ("csv-dialect-private", "import csv\ncsv.excel()._valid", SEC),
     ("host-private-name-it-lacks", "import textwrap\nhasattr(textwrap.TextWrapper(), '_x')", SEC),
     # a json decoder keeps its real one away, acts on its own objects, takes no writes
     ("json-decoder-real", "import json\njson.JSONDecoder()._real", SEC),
