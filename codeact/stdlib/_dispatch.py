@@ -150,4 +150,82 @@ def singledispatch(func: Callable[..., Any]) -> SingleDispatch:
     return SingleDispatch(func)
 
 
-__all__ = ["SingleDispatch", "singledispatch"]
+# What a method registered with a singledispatchmethod may be: a function the script wrote,
+# or a static or class method around one. Their __get__ is CPython's own; a descriptor
+# class of the script's would have its __get__ run here, in host code.
+_METHOD_KINDS = (staticmethod, classmethod)
+
+
+class SingleDispatchMethod:
+    """What ``@functools.singledispatchmethod`` makes of the script's method: a descriptor
+    whose calls dispatch on the class of the first argument after ``self`` (or ``cls``)."""
+
+    __slots__ = ("_dispatcher", "_func")
+
+    def __init__(self, func: Any) -> None:
+        _check_method(func)
+        self._func = func
+        self._dispatcher = dispatcher = SingleDispatch(_unwrapped(func))
+        dispatcher._default = dispatcher._implementations[object] = func  # bound when called
+
+    def register(self, cls: Any, method: Any = None) -> Any:
+        """``@m.register(cls)``, ``m.register(cls, method)`` or ``@m.register`` on a method
+        whose first parameter after ``self`` is annotated with the class."""
+        if method is not None:
+            return self._register(cls, method)
+        if isinstance(real_base(cls), type) or isinstance(cls, types.UnionType) or _is_union(cls):
+            return lambda method: self._register(cls, method)
+        _check_method(cls)  # @m.register on a method whose parameter names the class
+        return self._register(_first_annotation(_unwrapped(cls)), cls)
+
+    def _register(self, cls: Any, method: Any) -> Any:
+        _check_method(method)
+        self._dispatcher.register(cls, method)
+        return method
+
+    def __get__(self, obj: Any, cls: Any = None) -> DispatchingMethod:
+        return DispatchingMethod(self._dispatcher, obj, cls)
+
+    def __repr__(self) -> str:
+        return f"<functools.singledispatchmethod object at {id(self):#x}>"
+
+
+class DispatchingMethod:
+    """A singledispatchmethod read from an object or its class: a call picks the method
+    registered for its first argument's class and binds it as the attribute read would.
+    Not a plain function: the guard would take one read from a class for a host method."""
+
+    __slots__ = ("_cls", "_dispatcher", "_obj")
+
+    def __init__(self, dispatcher: SingleDispatch, obj: Any, cls: Any) -> None:
+        if type(dispatcher) is not SingleDispatch:  # type(m)(...) from a script
+            raise TypeError("a dispatching method is read from a singledispatchmethod")
+        self._dispatcher, self._obj, self._cls = dispatcher, obj, cls
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not args:  # CPython 3.11 reads args[0] unchecked
+            raise IndexError("tuple index out of range")
+        found = self._dispatcher._find(type(args[0]))  # never the object's own __class__
+        return found.__get__(self._obj, self._cls)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<function {self._dispatcher.__name__} at {id(self):#x}>"
+
+
+def _check_method(method: Any) -> None:
+    """A method the script wrote, or a static or class method around one (whose __get__
+    would otherwise be whatever the object held defines)."""
+    inner = method.__func__ if type(method) in _METHOD_KINDS else method
+    if not is_script_function(inner):
+        raise TypeError(
+            "singledispatchmethod takes the script's own functions, static methods and "
+            f"class methods, not {type(method).__name__} objects"
+        )
+
+
+def _unwrapped(method: Any) -> Any:
+    """The function a static or class method holds (whose annotations name the class)."""
+    return method.__func__ if type(method) in _METHOD_KINDS else method
+
+
+__all__ = ["DispatchingMethod", "SingleDispatch", "SingleDispatchMethod", "singledispatch"]

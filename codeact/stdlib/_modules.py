@@ -82,7 +82,7 @@ from . import _dataclasses as script_dataclasses
 from . import _fractions as script_fractions
 from . import _recorded as recorded
 from ._asyncio import asyncio_facade
-from ._dispatch import SingleDispatch, singledispatch
+from ._dispatch import DispatchingMethod, SingleDispatch, SingleDispatchMethod, singledispatch
 from ._everyday import (
     Context,
     getcontext,
@@ -698,6 +698,7 @@ def _static_facades() -> dict[str, Facade]:
                 "total_ordering": _on_script_classes(functools.total_ordering),
                 "wraps": _wraps,
                 "singledispatch": singledispatch,
+                "singledispatchmethod": SingleDispatchMethod,
             },
         ),
         "statistics": Facade(
@@ -869,6 +870,9 @@ def _register_readable_types() -> None:
         names=("isdisjoint",),
     )
     register_readable(SingleDispatch, names=("register", "dispatch", "registry"))
+    register_readable(SingleDispatchMethod, names=("register",))
+    register_readable(DispatchingMethod, names=())
+    SHOWN[DispatchingMethod] = types.FunctionType  # what type() of CPython's shows
     register_readable(TopologicalSorter, names=SORTER_METHODS)
     register_readable(
         JSONEncoder,
@@ -926,6 +930,7 @@ for _kind, _module, _name in (
     (JSONDecoder, "json.decoder", "JSONDecoder"),
     (TextWrapper, "textwrap", "TextWrapper"),
     (SingleDispatch, "functools", "singledispatch"),
+    (SingleDispatchMethod, "functools", "singledispatchmethod"),
     (ScriptRandom, "random", "Random"),
     (Counter, "collections", "Counter"),
 ):
@@ -933,6 +938,7 @@ for _kind, _module, _name in (
 # CPython's own errors name a class by __name__ ('Random' object has no attribute ...)
 ScriptRandom.__name__ = "Random"
 ScriptFormatter.__name__ = "Formatter"
+SingleDispatchMethod.__name__ = "singledispatchmethod"
 
 # typing.Deque() and friends make what collections' facade makes
 CONSTRUCTORS.update(

@@ -605,6 +605,8 @@ REVIEWED_CALLBACK_PARAMETERS = {
     "difflib.ndiff": "linejunk charjunk",
     "difflib.SequenceMatcher": "isjunk",
     "functools.cached_property": "func",
+    # the runtime's own: the script's function, bound by CPython's own __get__, once per call
+    "functools.singledispatchmethod": "func",
     # the runtime's own decoder: each hook made interruptible for the real one's C scanner
     "json.JSONDecoder": "object_hook parse_float parse_int parse_constant object_pairs_hook",
     "textwrap.indent": "predicate",

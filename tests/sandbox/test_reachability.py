@@ -253,6 +253,14 @@ class Decoder(json.JSONDecoder):
 seeds += [json.JSONDecoder(parse_float=str), json.JSONDecoder, Decoder(), Decoder]
 seeds += [json.loads('[1]', cls=Decoder), textwrap.TextWrapper(width=9), textwrap.TextWrapper]
 seeds += [compile('x = 1', 'made.py', 'exec'), type(compile('1', 'f', 'eval'))]
+class Dispatching:
+    @functools.singledispatchmethod
+    def on(self, x):
+        return x
+    @on.register
+    def _(self, x: int):
+        return x + 1
+seeds += [Dispatching.__dict__['on'], Dispatching().on, Dispatching.on]
 @functools.singledispatch
 def shown(x):
     return 'x'
@@ -721,6 +729,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += ("typing.Deque", "typing.DefaultDict", "re.escape")  # they make or refuse now
     newest += (".raw_decode", ".dedent")  # they hand json's and textwrap's code exact text
     newest += ("ast.literal_eval", "cmath.sqrt", "cmath.polar")  # the newest modules'
+    newest += ("functools.singledispatchmethod",)
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
     for kind in ("JSONDecoder", "TextWrapper"):  # the runtime's own classes, made by calls

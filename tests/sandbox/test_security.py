@@ -248,6 +248,30 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("exec-globals-of-a-host-function", "import json\nexec('x = 1', json.dumps.__globals__)", SEC),
     ("exec-source-size", "exec('x = 1\\n' * 60_000)", LIMIT),
+    # singledispatchmethod binds the script's functions by CPython's own __get__ alone
+    (
+        "singledispatchmethod-of-a-host-function",
+        "import functools\nfunctools.singledispatchmethod(len)",
+        RUN,
+    ),
+    (
+        "singledispatchmethod-of-a-descriptor",
+        "import functools\nclass D:\n    def __get__(self, o, c):\n        return print\n"
+        "functools.singledispatchmethod(classmethod(D()))",
+        RUN,
+    ),
+    (
+        "singledispatchmethod-made-by-type",
+        "import functools\nclass C:\n    @functools.singledispatchmethod\n    def f(self, x):\n"
+        "        return x\ntype(C().f)(None, None, None)",
+        RUN,
+    ),
+    (
+        "singledispatchmethod-insides",
+        "import functools\nclass C:\n    @functools.singledispatchmethod\n    def f(self, x):\n"
+        "        return x\nC().f._dispatcher",
+        SEC,
+    ),
     # ast offers literal_eval alone, on text no longer than a script
     ("ast-literal-eval-size", "import ast\nast.literal_eval('1' * 200_000)", LIMIT),
     ("ast-parse", "import ast\nast.parse('1')", RUN),
