@@ -160,11 +160,10 @@ class SingleDispatchMethod:
     """What ``@functools.singledispatchmethod`` makes of the script's method: a descriptor
     whose calls dispatch on the class of the first argument after ``self`` (or ``cls``)."""
 
-    __slots__ = ("_dispatcher", "_func")
+    __slots__ = ("_dispatcher",)
 
     def __init__(self, func: Any) -> None:
         _check_method(func)
-        self._func = func
         self._dispatcher = dispatcher = SingleDispatch(_unwrapped(func))
         dispatcher._default = dispatcher._implementations[object] = func  # bound when called
 
