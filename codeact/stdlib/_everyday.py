@@ -7,8 +7,8 @@ the way in, and why:
   would allocate the gap in one C call); no ``getbuffer`` (a view of the buffer).
 - ``csv``: readers tick (a C loop over a long input can be interrupted); no
   ``register_dialect`` or ``field_size_limit`` (state every session shares).
-- ``zlib``: ``decompress`` stops at the run's sequence limit (a small bomb would
-  otherwise expand in one C call).
+- ``zlib`` and ``gzip``: ``decompress`` stops at the run's sequence limit (a small bomb
+  would otherwise expand in one C call).
 - ``struct``: a format is sized before anything is packed (``'999999999x'`` is one C
   allocation), and kept as an exact string (the module caches formats for the process);
   no ``pack_into`` (a write into a buffer).
@@ -41,6 +41,7 @@ import contextlib
 import csv
 import decimal
 import functools
+import gzip
 import heapq
 import html
 import io
@@ -176,6 +177,36 @@ def _zlib_decompress(guards: Guards) -> Callable[..., bytes]:
         if not inflater.eof:
             raise zlib.error("Error -5 while decompressing data: incomplete or truncated stream")
         return out
+
+    return decompress
+
+
+def _gzip_decompress(guards: Guards) -> Callable[[Any], bytes]:
+    def decompress(data: Any) -> bytes:
+        """gzip's ``decompress``, member by member as CPython's, every member's output
+        counted against the run's sequence limit (a small bomb expands in one C call)."""
+        limit = guards.limits.max_sequence_items
+        data = exact_value(data)  # a bytes subclass as its bytes
+        members: list[bytes] = []
+        total = 0
+        while True:
+            header = io.BytesIO(data)
+            if gzip._read_gzip_header(header) is None:  # type: ignore[attr-defined]
+                return b"".join(members)
+            inflater = zlib.decompressobj(wbits=-zlib.MAX_WBITS)
+            out = inflater.decompress(data[header.tell() :], limit - total + 1)
+            total += len(out)
+            if total > limit:
+                raise LimitExceeded("sequence size", f"the data decompresses past {limit:,} bytes")
+            if not inflater.eof or len(inflater.unused_data) < 8:
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+            crc, length = struct.unpack("<II", inflater.unused_data[:8])
+            if crc != zlib.crc32(out):
+                raise gzip.BadGzipFile("CRC check failed")
+            if length != (len(out) & 0xFFFFFFFF):
+                raise gzip.BadGzipFile("Incorrect length of data produced")
+            members.append(out)
+            data = inflater.unused_data[8:].lstrip(b"\x00")
 
     return decompress
 
@@ -1030,6 +1061,14 @@ def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
     """The facades of this module that hold a session's guards."""
     return {
         "ast": Facade("ast", {"literal_eval": _literal_eval(guards)}),
+        "gzip": Facade(
+            "gzip",
+            {
+                "compress": exact_arguments(gzip.compress),
+                "decompress": _gzip_decompress(guards),
+                "BadGzipFile": gzip.BadGzipFile,
+            },
+        ),
         "operator": Facade("operator", _operator_members(guards)),
         "zlib": Facade(
             "zlib",

@@ -957,7 +957,7 @@ _register_readable_types()
 SESSION_MODULES = frozenset(
     {
         *("re", "random", "string", "operator", "zlib", "pprint", "asyncio", "sys", "os"),
-        *("struct", "types", "json", "contextlib", "ast"),
+        *("struct", "types", "json", "contextlib", "ast", "gzip"),
         *("traceback", "dataclasses", "logging", "warnings", "fnmatch", "hashlib"),
     }
 )

@@ -34,6 +34,7 @@ DEFAULT_MODULES = frozenset(
         "functools",
         "gc",
         "graphlib",
+        "gzip",
         "hashlib",
         "heapq",
         "html",

@@ -185,6 +185,16 @@ ATTACKS: list[tuple[str, str, str]] = [
         "import zlib\nzlib.decompress(zlib.compress(b'\\0' * 10**7 + b'\\0' * 10**7))",
         LIMIT,
     ),
+    (
+        "gzip-bomb",
+        "import gzip\ngzip.decompress(gzip.compress(b'\\0' * 10**7 + b'\\0' * 10**7))",
+        LIMIT,
+    ),
+    (
+        "gzip-bomb-in-members",  # each member under the limit, together past it
+        "import gzip\nm = gzip.compress(b'\\0' * 10**7)\ngzip.decompress(m + m + m)",
+        LIMIT,
+    ),
     ("array-repeat-bomb", "import array\narray.array('b', [0]) * 10**11", LIMIT),
     ("decimal-precision", "import decimal\ndecimal.Context(prec=10**9)", LIMIT),
     (

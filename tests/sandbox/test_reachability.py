@@ -729,7 +729,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += ("typing.Deque", "typing.DefaultDict", "re.escape")  # they make or refuse now
     newest += (".raw_decode", ".dedent")  # they hand json's and textwrap's code exact text
     newest += ("ast.literal_eval", "cmath.sqrt", "cmath.polar")  # the newest modules'
-    newest += ("functools.singledispatchmethod",)
+    newest += ("functools.singledispatchmethod", "gzip.compress", "gzip.decompress")
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
     for kind in ("JSONDecoder", "TextWrapper"):  # the runtime's own classes, made by calls
