@@ -21,6 +21,10 @@ the way in, and why:
 - ``queue``: single-thread queues without locks; a ``get`` that would wait forever
   raises ``Empty`` instead of hanging the run in a lock no interrupt reaches.
 - ``pprint.pprint`` prints where the script's ``print`` prints.
+- ``calendar``: ``Calendar`` and ``TextCalendar`` of the runtime's own, whose arguments and
+  settings reach calendar's code as plain numbers and text and whose methods cannot be
+  replaced on an instance; widths bounded; ``pr*`` print where ``print`` prints; no
+  ``setfirstweekday`` (the module's one calendar is every session's).
 - ``ast``: ``literal_eval`` alone, on text no longer than a script may be (its parse is one
   C call), parsed under the lock every parse takes; no trees (``parse``, the node classes).
 - ``cmath``: every function and constant (numbers in, numbers out).
@@ -54,6 +58,7 @@ import re
 import secrets
 import shlex
 import struct
+import sys
 import time
 import tomllib
 import types
@@ -64,7 +69,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..sandbox._builtins import check_count, clinic_arguments, guarded_type, no_keywords
-from ..sandbox._errors import LimitExceeded, may_suppress, recursion_safe
+from ..sandbox._compiler import SCRIPT_FILES
+from ..sandbox._errors import LimitExceeded, SecurityViolation, may_suppress, recursion_safe
 from ..sandbox._guards import Builtin, Guards
 from ..sandbox._ownership import (
     SHOWN,
@@ -902,6 +908,111 @@ def _calendar_text(function: Callable[..., str]) -> Callable[..., str]:
     return text
 
 
+# The widths a TextCalendar method takes, by position (counting its arguments after self)
+# and by name: each bounded as the module's month() and calendar() are.
+_CALENDAR_WIDTHS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    "formatday": ((2,), ("width",)),
+    "formatweek": ((1,), ("width",)),
+    "formatweekday": ((1,), ("width",)),
+    "formatweekheader": ((0,), ("width",)),
+    "formatmonthname": ((2,), ("width",)),
+    "formatmonth": ((2, 3), ("w", "l")),
+    "formatyear": ((1, 2, 3, 4), ("w", "l", "c", "m")),
+    "prweek": ((1,), ("width",)),
+    "prmonth": ((2, 3), ("w", "l")),
+    "pryear": ((1, 2, 3, 4), ("w", "l", "c", "m")),
+}
+_CALENDAR_SETTINGS = ("firstweekday", "_firstweekday")
+
+
+@recursion_safe  # converts, and changes nothing
+def _calendar_value(value: Any) -> Any:
+    """An argument as calendar's Python code may take it: a plain number or text, or a
+    week (a list of (day, weekday) pairs) of them. A script's own object would have its
+    operators called there (``(i + self.firstweekday) % 7``, ``1 <= month <= 12``)."""
+    value = exact_value(value)
+    if type(value) in (int, bool, str, type(None)):
+        return value
+    if type(value) in (list, tuple):
+        return type(value)(_calendar_value(each) for each in value)
+    raise TypeError(f"calendar takes numbers and text in scripts, not {type(value).__name__}")
+
+
+def _script_print(text: str) -> None:
+    """Print where the calling script prints: its own ``print`` (a run's output)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename not in SCRIPT_FILES:
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        raise SecurityViolation("calendar prints only where script code called it")
+    frame.f_globals["_print_"](text, end="")  # the guard a script's print() compiles to
+
+
+def _plain_calendar_method(base: type, name: str) -> Callable[..., Any]:
+    method = getattr(base, name)
+    positions, names = _CALENDAR_WIDTHS.get(name, ((), ()))
+
+    def call(self: Any, *args: Any, **options: Any) -> Any:
+        if not isinstance(self, Calendar):  # Calendar.monthdayscalendar(another_object, ...)
+            raise TypeError(f"{base.__name__}.{name} acts only on {base.__name__} objects")
+        args = tuple(map(_calendar_value, args))
+        options = {key: _calendar_value(value) for key, value in options.items()}
+        widths = [args[i] for i in positions if i < len(args)]
+        widths += [value for key, value in options.items() if key in names]
+        if any(type(width) is int and width > MAX_CALENDAR_WIDTH for width in widths):
+            raise LimitExceeded("format width", f"calendar widths above {MAX_CALENDAR_WIDTH}")
+        if name.startswith("pr"):  # calendar's own print would write to the host's stdout
+            _script_print(getattr(self, "format" + name[2:])(*args, **options))
+            return None
+        return method(self, *args, **options)
+
+    call.__name__ = name
+    call.__qualname__ = f"{base.__name__}.{name}"
+    return call
+
+
+class Calendar(calendar.Calendar):
+    """``calendar.Calendar`` as scripts use it: every argument and setting reaches
+    calendar's Python code as a plain number or text, and a method cannot be replaced on
+    an instance (calendar's code calls them: ``formatweek`` calls ``self.formatday``)."""
+
+    def __init__(self, firstweekday: int = 0) -> None:
+        self.firstweekday = firstweekday
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _CALENDAR_SETTINGS:
+            raise AttributeError(f"'{type(self).__name__}' object attribute {name!r} is read-only")
+        object.__setattr__(self, name, _calendar_value(value))
+
+
+class TextCalendar(Calendar, calendar.TextCalendar):
+    """``calendar.TextCalendar`` as scripts use it: as ``Calendar``, its widths bounded as
+    the module's ``month`` bounds them, its ``pr`` methods printing where the script prints."""
+
+
+def _public_methods(kind: type) -> list[str]:
+    return [
+        name for name in vars(kind) if not name.startswith("_") and callable(getattr(kind, name))
+    ]
+
+
+CALENDAR_METHODS = _public_methods(calendar.Calendar)
+TEXT_CALENDAR_METHODS = _public_methods(calendar.TextCalendar)
+for _name in CALENDAR_METHODS:
+    setattr(Calendar, _name, _plain_calendar_method(calendar.Calendar, _name))
+for _name in TEXT_CALENDAR_METHODS:
+    setattr(TextCalendar, _name, _plain_calendar_method(calendar.TextCalendar, _name))
+
+
+def _print_calendar_text(function: Callable[..., str]) -> Callable[..., None]:
+    text = _calendar_text(function)
+
+    def print_(*args: Any, **options: Any) -> None:
+        _script_print(text(*args, **options))
+
+    return print_
+
+
 # The facades ---------------------------------------------------------------------------
 
 
@@ -998,6 +1109,12 @@ def static_everyday_facades() -> dict[str, Facade]:
                 ),
                 "month": _calendar_text(calendar.month),
                 "calendar": _calendar_text(calendar.calendar),
+                "week": _calendar_text(calendar.week),
+                "weekheader": _calendar_text(calendar.weekheader),
+                "prmonth": _print_calendar_text(calendar.month),
+                "prcal": _print_calendar_text(calendar.calendar),
+                "Calendar": Calendar,
+                "TextCalendar": TextCalendar,
             },
         ),
         "keyword": Facade(
@@ -1155,6 +1272,10 @@ def _register() -> None:
         type(calendar.day_name),
     )
     register_readable(csv.DictReader, names=("fieldnames", "line_num", "restkey", "restval"))
+    # a calendar's own setting is set; its methods are read, never replaced
+    register_readable(Calendar, writable=True, names=(*CALENDAR_METHODS, "firstweekday"))
+    text_methods = (*CALENDAR_METHODS, *TEXT_CALENDAR_METHODS, "firstweekday")
+    register_readable(TextCalendar, writable=True, names=text_methods)
     # the dialects' settings: plain strings, ints and bools, on the class and its instances
     dialect_settings = [name for name in vars(csv.Dialect) if not name.startswith("_")]
     register_readable(csv.excel, csv.excel_tab, csv.unix_dialect, names=dialect_settings)

@@ -591,7 +591,10 @@ class TextWrapper(textwrap.TextWrapper):
     exact builtins: a script's ``str`` subclass would have its methods called there."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # every option, given to __init__ or set later, passes through here
+        # every option, given to __init__ or set later, passes through here; a method is
+        # never replaced on an instance (fill calls self.wrap: host code calling the script's)
+        if name not in WRAP_OPTIONS and hasattr(textwrap.TextWrapper, name):
+            raise AttributeError(f"'TextWrapper' object attribute {name!r} is read-only")
         object.__setattr__(self, name, exact_value(value))
 
     def wrap(self, text: str) -> list[str]:  # fill wraps through it

@@ -1122,3 +1122,45 @@ def test_literal_eval_and_compile_read_the_text_never_a_subclass_method(run: Run
         [["the", "text"], "name.py", 6, "malformed node or string: <Shown object>"],
         [],
     ]
+
+
+def test_calendar_hands_its_code_plain_numbers(run: Runner) -> None:
+    # calendar's Python code adds, compares and takes remainders of what it is given:
+    # an int subclass's operators would run there
+    outcome = run(
+        _script(
+            """
+            import calendar
+            calls = []
+            class N(int):
+                def __add__(self, other):
+                    calls.append("add")
+                    return int(self) + other
+                __radd__ = __add__
+                def __mod__(self, other):
+                    calls.append("mod")
+                    return int(self) % other
+                def __le__(self, other):
+                    calls.append("le")
+                    return int(self) <= other
+                def __ge__(self, other):
+                    calls.append("ge")
+                    return int(self) >= other
+            sundays = calendar.Calendar(N(6))
+            sundays.firstweekday = N(6)
+            text = calendar.TextCalendar(N(6))
+            made = [
+                sundays.monthdayscalendar(N(2024), N(2))[0],
+                type(sundays.firstweekday).__name__,
+                text.formatmonth(N(2024), N(2), N(2)).splitlines()[1],
+                text.formatweek([(N(1), N(0))], N(2)),
+            ]
+            [made, calls]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [
+        [[0, 0, 0, 0, 1, 2, 3], "int", "Su Mo Tu We Th Fr Sa", " 1"],
+        [],
+    ]

@@ -261,6 +261,7 @@ class Dispatching:
     def _(self, x: int):
         return x + 1
 seeds += [Dispatching.__dict__['on'], Dispatching().on, Dispatching.on]
+seeds += [calendar.TextCalendar(6), calendar.Calendar(), calendar.Calendar(1).itermonthdates(2024, 2)]
 @functools.singledispatch
 def shown(x):
     return 'x'
@@ -730,6 +731,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += (".raw_decode", ".dedent")  # they hand json's and textwrap's code exact text
     newest += ("ast.literal_eval", "cmath.sqrt", "cmath.polar")  # the newest modules'
     newest += ("functools.singledispatchmethod", "gzip.compress", "gzip.decompress")
+    newest += (".itermonthdates", ".formatmonth", ".prmonth", "calendar.prcal")
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
     for kind in ("JSONDecoder", "TextWrapper"):  # the runtime's own classes, made by calls

@@ -443,6 +443,36 @@ ATTACKS: list[tuple[str, str, str]] = [
     ),
     ("textwrap-shared-pattern", "import textwrap\ntextwrap.TextWrapper().wordsep_re", SEC),
     ("textwrap-class-write", "import textwrap\ntextwrap.TextWrapper.width = 5", SEC),
+    # fill calls self.wrap, formatweek self.formatday: neither is replaced on an instance
+    (
+        "textwrap-method-replaced",
+        "import textwrap\nw = textwrap.TextWrapper()\nw.wrap = lambda t: ['x']\nw.fill('a b')",
+        RUN,
+    ),
+    (
+        "calendar-method-replaced",
+        "import calendar\nc = calendar.TextCalendar()\nc.formatday = lambda *a: 'x'\n"
+        "c.formatweek([(1, 0)], 2)",
+        RUN,
+    ),
+    (
+        "calendar-width",
+        "import calendar\ncalendar.TextCalendar().formatmonth(2024, 1, 10**8)",
+        LIMIT,
+    ),
+    ("calendar-print-width", "import calendar\ncalendar.prmonth(2024, 1, 10**8)", LIMIT),
+    (
+        "calendar-on-another-object",
+        "import calendar\nclass C:\n    firstweekday = 1\n"
+        "calendar.Calendar.monthdayscalendar(C(), 2024, 1)",
+        SEC,
+    ),
+    (
+        "calendar-object-in-a-week",
+        "import calendar\nclass D:\n    pass\ncalendar.TextCalendar().formatweek([(D(), 0)], 2)",
+        RUN,
+    ),
+    ("calendar-private-setting", "import calendar\ncalendar.Calendar()._firstweekday = 3", SEC),
     ("tool-construct", "type(add)('x', (), print)('leak')", SEC),
     ("tool-format", "'{0._dispatch}'.format(add)", SEC),
     ("tool-deepcopy", "import copy\ncopy.deepcopy(add)._dispatch", SEC),
