@@ -184,6 +184,34 @@ def exact_value(value: Any) -> Any:
     return value
 
 
+class FixedMethods:
+    """A base for the runtime's own host classes whose code calls methods on ``self``
+    (``Counter.__repr__`` calls ``self.most_common``, ``Queue.put`` ``self.full``): an
+    instance attribute of a method's name would have that host code call the script's
+    function, so it is refused; every value is stored as an exact builtin."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        kind = type(self)
+        if is_script_class(kind):  # a script's subclass: its instance, its own rules
+            object.__setattr__(self, name, value)
+            return
+        if defines_method(kind, name):
+            raise AttributeError(f"'{kind.__name__}' object attribute {name!r} is read-only")
+        object.__setattr__(self, name, exact_value(value))
+
+
+@recursion_safe  # reads only
+def defines_method(kind: type, name: str) -> bool:
+    """Does ``kind`` (or a base) define ``name`` as a method (read from class namespaces)?"""
+    for klass in kind.__mro__:
+        found = vars(klass).get(name)
+        if found is not None:
+            return callable(found) or isinstance(found, staticmethod | classmethod)
+    return False
+
+
 def exact_arguments(function: Any) -> Any:
     """``function`` receiving exact builtins for every scalar argument (see ``exact_value``)."""
 
@@ -320,6 +348,8 @@ __all__ = [
     "SHOWN",
     "SHOWN_BY_VALUE",
     "WRITABLE_TYPES",
+    "FixedMethods",
+    "defines_method",
     "exact_arguments",
     "exact_value",
     "is_internal_name",

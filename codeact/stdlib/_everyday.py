@@ -74,6 +74,7 @@ from ..sandbox._errors import LimitExceeded, SecurityViolation, may_suppress, re
 from ..sandbox._guards import Builtin, Guards
 from ..sandbox._ownership import (
     SHOWN,
+    FixedMethods,
     exact_arguments,
     exact_value,
     register_base,
@@ -546,7 +547,7 @@ class Full(Exception):
     """Raised by ``put`` on a full queue."""
 
 
-class Queue:
+class Queue(FixedMethods):
     """``queue.Queue`` for one thread: FIFO, no locks, nothing that waits."""
 
     def __init__(self, maxsize: int = 0) -> None:

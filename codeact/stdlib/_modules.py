@@ -58,6 +58,7 @@ from ..sandbox._ownership import (
     DUNDER_DATA,
     SCRIPT_CLASSES,
     SHOWN,
+    FixedMethods,
     exact_arguments,
     exact_value,
     is_script_function,
@@ -110,7 +111,7 @@ MAX_FACTORIAL = 20_000
 MAX_RANDOM_BITS = 1 << 24
 
 
-class Counter(collections.Counter[Any]):
+class Counter(FixedMethods, collections.Counter[Any]):
     """``collections.Counter`` whose ``elements()`` can be interrupted, and whose arithmetic
     makes counters of this class (CPython's makes ``collections.Counter``, which scripts do
     not hold: ``(a - b).get(k)`` would be refused)."""

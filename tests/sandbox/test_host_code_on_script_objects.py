@@ -1164,3 +1164,28 @@ def test_calendar_hands_its_code_plain_numbers(run: Runner) -> None:
         [[0, 0, 0, 0, 1, 2, 3], "int", "Su Mo Tu We Th Fr Sa", " 1"],
         [],
     ]
+
+
+def test_a_queues_size_reaches_its_code_as_a_plain_number(run: Runner) -> None:
+    # Queue.full compares self.maxsize: an int subclass's __le__ would run there
+    outcome = run(
+        _script(
+            """
+            import queue
+            calls = []
+            class N(int):
+                def __le__(self, other):
+                    calls.append("le")
+                    return True
+                def __lt__(self, other):
+                    calls.append("lt")
+                    return True
+            q = queue.Queue()
+            q.maxsize = N(2)
+            q.put(1)
+            [q.full(), type(q.maxsize).__name__, calls]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [False, "int", []]

@@ -450,6 +450,21 @@ ATTACKS: list[tuple[str, str, str]] = [
         RUN,
     ),
     (
+        "queue-method-replaced",  # put calls self.full
+        "import queue\nq = queue.Queue()\nq.full = lambda: print('mine')\nq.put_nowait(1)",
+        RUN,
+    ),
+    (
+        "counter-method-replaced",  # __repr__ calls self.most_common
+        "import collections\nc = collections.Counter(a=1)\nc.most_common = lambda *a: []\nrepr(c)",
+        RUN,
+    ),
+    (
+        "counter-method-replaced-by-setattr",
+        "import collections\nsetattr(collections.Counter(), 'items', lambda: [])",
+        RUN,
+    ),
+    (
         "calendar-method-replaced",
         "import calendar\nc = calendar.TextCalendar()\nc.formatday = lambda *a: 'x'\n"
         "c.formatweek([(1, 0)], 2)",
