@@ -469,7 +469,7 @@ def _json_facade(guards: Guards) -> Facade:
     )
 
 
-class JSONEncoder:
+class JSONEncoder(FixedMethods):
     """``json.JSONEncoder`` as scripts use it: a base whose ``default`` a subclass overrides.
 
     It keeps its options as given and encodes through the facade's ``dumps`` (the same
@@ -479,6 +479,7 @@ class JSONEncoder:
 
     item_separator = ", "
     key_separator = ": "
+    REPLACEABLE = ("default",)  # JSONEncoder(default=f) sets it on the instance
 
     def __init__(
         self,
@@ -587,16 +588,10 @@ def _real_decoder(decoder: Any, method: str) -> json.JSONDecoder:
         raise AttributeError(f"{name!r} object has no attribute 'scan_once'") from None
 
 
-class TextWrapper(textwrap.TextWrapper):
+class TextWrapper(FixedMethods, textwrap.TextWrapper):
     """``textwrap.TextWrapper`` whose options and texts reach textwrap's Python code as
-    exact builtins: a script's ``str`` subclass would have its methods called there."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # every option, given to __init__ or set later, passes through here; a method is
-        # never replaced on an instance (fill calls self.wrap: host code calling the script's)
-        if name not in WRAP_OPTIONS and hasattr(textwrap.TextWrapper, name):
-            raise AttributeError(f"'TextWrapper' object attribute {name!r} is read-only")
-        object.__setattr__(self, name, exact_value(value))
+    exact builtins (a script's ``str`` subclass would have its methods called there), and
+    whose methods are never replaced on an instance (``fill`` calls ``self.wrap``)."""
 
     def wrap(self, text: str) -> list[str]:  # fill wraps through it
         return super().wrap(exact_value(text))

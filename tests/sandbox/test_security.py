@@ -450,6 +450,11 @@ ATTACKS: list[tuple[str, str, str]] = [
         RUN,
     ),
     (
+        "json-encoder-method-replaced",  # iterencode calls self.encode
+        "import json\ne = json.JSONEncoder()\ne.encode = lambda o: 'x'\nlist(e.iterencode(1))",
+        RUN,
+    ),
+    (
         "queue-method-replaced",  # put calls self.full
         "import queue\nq = queue.Queue()\nq.full = lambda: print('mine')\nq.put_nowait(1)",
         RUN,
