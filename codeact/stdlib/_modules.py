@@ -138,6 +138,11 @@ class Counter(FixedMethods, collections.Counter[Any]):
         return _ours(super().__neg__())
 
 
+class ChainMap(FixedMethods, collections.ChainMap[Any, Any]):
+    """``collections.ChainMap`` whose methods are never replaced on an instance: its
+    mapping code calls them on ``self`` (``==`` calls ``self.items``)."""
+
+
 def _ours(result: Any) -> Any:
     return result if result is NotImplemented else Counter(result)
 
@@ -641,7 +646,8 @@ def _static_facades() -> dict[str, Facade]:
         "collections": Facade(
             "collections",
             {
-                **pick(collections, "deque OrderedDict defaultdict ChainMap"),
+                **pick(collections, "deque OrderedDict defaultdict"),
+                "ChainMap": ChainMap,
                 "abc": collections_abc,
                 "Counter": Counter,
                 "namedtuple": _namedtuple,
@@ -914,7 +920,7 @@ def _register_readable_types() -> None:
         collections.deque,
         collections.OrderedDict,
         collections.defaultdict,
-        collections.ChainMap,
+        ChainMap,
         Counter,
         writable=True,
     )
@@ -932,6 +938,7 @@ for _kind, _module, _name in (
     (SingleDispatchMethod, "functools", "singledispatchmethod"),
     (ScriptRandom, "random", "Random"),
     (Counter, "collections", "Counter"),
+    (ChainMap, "collections", "ChainMap"),
 ):
     _kind.__module__, _kind.__qualname__ = _module, _name
 # CPython's own errors name a class by __name__ ('Random' object has no attribute ...)
@@ -945,7 +952,7 @@ CONSTRUCTORS.update(
         collections.deque: collections.deque,
         collections.defaultdict: collections.defaultdict,
         collections.OrderedDict: collections.OrderedDict,
-        collections.ChainMap: collections.ChainMap,
+        collections.ChainMap: ChainMap,
         collections.Counter: Counter,
     }
 )

@@ -455,6 +455,11 @@ ATTACKS: list[tuple[str, str, str]] = [
         RUN,
     ),
     (
+        "chainmap-method-replaced",  # == calls self.items
+        "import collections\ncm = collections.ChainMap({})\ncm.items = lambda: []\ncm == {}",
+        RUN,
+    ),
+    (
         "queue-method-replaced",  # put calls self.full
         "import queue\nq = queue.Queue()\nq.full = lambda: print('mine')\nq.put_nowait(1)",
         RUN,
