@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from codeact.sandbox import Limits, Sandbox, ScriptOutcome
-from codeact.sandbox._ownership import SCRIPT_CLASSES
+from codeact.sandbox._ownership import PLAIN_TYPES, SCRIPT_CLASSES, WRITABLE_TYPES
 from codeact.stdlib import standard_sandbox
 
 from .conftest import Runner
@@ -750,3 +750,39 @@ def test_ordinary_integer_arithmetic_is_unchanged(run: Run) -> None:
         4,
         True,
     ], outcome.error
+
+
+# Writable host classes whose instances hold attributes of their own, where an instance
+# attribute may take a method's name: none of their own Python code calls a method on self.
+REVIEWED_WRITABLE_WITH_ATTRIBUTES = {
+    "collections.OrderedDict": "C methods, none looked up on the instance",
+    # its settings are C descriptors (no instance attribute shadows them), and its Python
+    # code (copy, localcontext) reads only those
+    "decimal.Context": "",
+    "types.SimpleNamespace": "no methods",
+}
+
+
+def test_no_writable_host_instance_takes_a_method_its_code_calls() -> None:
+    """A script may set attributes on a writable host object; one named as a method of
+    its class would have the class's own code (``fill`` calling ``self.wrap``) call the
+    script's function. Each such class refuses it, or is reviewed above."""
+    standard_sandbox()  # every facade's types registered
+    checked = []
+    for kind in WRITABLE_TYPES:
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        if (
+            kind in PLAIN_TYPES
+            or kind.__dictoffset__ == 0
+            or name in REVIEWED_WRITABLE_WITH_ATTRIBUTES
+        ):
+            continue
+        methods = [m for m in vars(kind) if not m.startswith("_") and callable(vars(kind)[m])]
+        inherited = [m for m in dir(kind) if not m.startswith("_") and callable(getattr(kind, m))]
+        instance = kind.__new__(kind)  # its __init__ is not what is checked
+        hooks = getattr(kind, "REPLACEABLE", ())  # JSONEncoder(default=f): CPython's own sets it
+        for method in {*methods, *inherited} - set(hooks):
+            with pytest.raises(AttributeError):
+                setattr(instance, method, print)
+        checked.append(name)
+    assert len(checked) >= 9, checked  # queues, Counter, ChainMap, calendars, wrapper, encoder
