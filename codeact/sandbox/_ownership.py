@@ -188,18 +188,18 @@ class FixedMethods:
     """A base for the runtime's own host classes whose code calls methods on ``self``
     (``Counter.__repr__`` calls ``self.most_common``, ``Queue.put`` ``self.full``): an
     instance attribute of a method's name would have that host code call the script's
-    function, so it is refused (but for the hooks a class lists in ``REPLACEABLE``, which
+    function, so it is refused (but for the hooks a class lists in ``_replaceable``, which
     CPython's own sets from its arguments); every value is stored as an exact builtin."""
 
     __slots__ = ()
-    REPLACEABLE: tuple[str, ...] = ()
+    _replaceable: tuple[str, ...] = ()
 
     def __setattr__(self, name: str, value: Any) -> None:
         kind = type(self)
         if is_script_class(kind):  # a script's subclass: its instance, its own rules
             object.__setattr__(self, name, value)
             return
-        if name not in kind.REPLACEABLE and defines_method(kind, name):
+        if name not in kind._replaceable and defines_method(kind, name):
             raise AttributeError(f"'{kind.__name__}' object attribute {name!r} is read-only")
         object.__setattr__(self, name, exact_value(value))
 

@@ -484,7 +484,7 @@ class JSONEncoder(FixedMethods):
 
     item_separator = ", "
     key_separator = ": "
-    REPLACEABLE = ("default",)  # JSONEncoder(default=f) sets it on the instance
+    _replaceable = ("default",)  # JSONEncoder(default=f) sets it on the instance
 
     def __init__(
         self,

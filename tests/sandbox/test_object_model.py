@@ -780,7 +780,7 @@ def test_no_writable_host_instance_takes_a_method_its_code_calls() -> None:
         methods = [m for m in vars(kind) if not m.startswith("_") and callable(vars(kind)[m])]
         inherited = [m for m in dir(kind) if not m.startswith("_") and callable(getattr(kind, m))]
         instance = kind.__new__(kind)  # its __init__ is not what is checked
-        hooks = getattr(kind, "REPLACEABLE", ())  # JSONEncoder(default=f): CPython's own sets it
+        hooks = getattr(kind, "_replaceable", ())  # JSONEncoder(default=f): CPython's own sets it
         for method in {*methods, *inherited} - set(hooks):
             with pytest.raises(AttributeError):
                 setattr(instance, method, print)
