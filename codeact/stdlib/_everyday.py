@@ -188,6 +188,19 @@ def _zlib_decompress(guards: Guards) -> Callable[..., bytes]:
     return decompress
 
 
+def _gzip_compress(data: Any, compresslevel: Any = 9, *, mtime: Any = None) -> bytes:
+    """gzip's ``compress`` on plain values: its Python code compares the level and takes
+    ``int(mtime)``, which would run a script object's ``__eq__`` and ``__int__`` there."""
+    data, level, mtime = exact_value(data), exact_index(compresslevel), exact_value(mtime)
+    if type(data) not in (bytes, bytearray):
+        raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
+    if type(level) is not int:
+        raise TypeError(f"'{type(level).__name__}' object cannot be interpreted as an integer")
+    if type(mtime) not in (int, float, type(None)):
+        raise TypeError(f"mtime must be a number or None, not {type(mtime).__name__}")
+    return gzip.compress(data, level, mtime=mtime)
+
+
 def _gzip_decompress(guards: Guards) -> Callable[[Any], bytes]:
     def decompress(data: Any) -> bytes:
         """gzip's ``decompress``, member by member as CPython's, every member's output
@@ -1182,7 +1195,7 @@ def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
         "gzip": Facade(
             "gzip",
             {
-                "compress": exact_arguments(gzip.compress),
+                "compress": _gzip_compress,
                 "decompress": _gzip_decompress(guards),
                 "BadGzipFile": gzip.BadGzipFile,
             },

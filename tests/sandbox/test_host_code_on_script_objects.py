@@ -1189,3 +1189,36 @@ def test_a_queues_size_reaches_its_code_as_a_plain_number(run: Runner) -> None:
     )
     assert outcome.error is None, outcome.error
     assert outcome.value == [False, "int", []]
+
+
+def test_gzip_compress_hands_its_code_plain_values(run: Runner) -> None:
+    # gzip.compress compares its level and takes int(mtime) in Python code
+    outcome = run(
+        _script(
+            """
+            import gzip
+            calls = []
+            class M:
+                def __int__(self):
+                    calls.append("int")
+                    return 0
+                def __eq__(self, other):
+                    calls.append("eq")
+                    return False
+                __hash__ = None
+            for level, mtime in ((9, M()), (M(), 0)):
+                try:
+                    gzip.compress(b"x", level, mtime=mtime)
+                except TypeError:
+                    calls.append("refused")
+            class Level(int):
+                def __eq__(self, other):
+                    calls.append("eq")
+                    return False
+            packed = gzip.compress(b"x", Level(9), mtime=0)
+            [calls, gzip.decompress(packed)]
+            """
+        )
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.value == [["refused", "refused"], "b'x'"]
