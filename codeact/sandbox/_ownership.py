@@ -214,19 +214,6 @@ def defines_method(kind: type, name: str) -> bool:
     return False
 
 
-def exact_arguments(function: Any) -> Any:
-    """``function`` receiving exact builtins for every scalar argument (see ``exact_value``)."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return function(
-            *[exact_value(a) for a in args], **{k: exact_value(v) for k, v in kwargs.items()}
-        )
-
-    call.__name__ = call.__qualname__ = getattr(function, "__name__", "function")
-    call.__doc__ = getattr(function, "__doc__", None)
-    return call
-
-
 def register_base(*types: type) -> None:
     """Declare facade classes a script class may derive from (reviewed for relays)."""
     BASE_CLASSES.update(types)
@@ -352,7 +339,6 @@ __all__ = [
     "WRITABLE_TYPES",
     "FixedMethods",
     "defines_method",
-    "exact_arguments",
     "exact_value",
     "is_internal_name",
     "is_script_class",

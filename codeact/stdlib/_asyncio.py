@@ -14,6 +14,8 @@ frame), ``get_loop`` or ``get_stack``.
 from __future__ import annotations
 
 import asyncio
+import collections.abc
+import functools
 import inspect
 import time
 import types
@@ -23,7 +25,7 @@ from typing import Any
 from ..sandbox._async import NOT_AWAITABLE, ScriptEventLoop, ScriptTask, running_script_loop
 from ..sandbox._guards import Guards, OpaqueType
 from ..sandbox._ownership import SHOWN, register_base, register_readable
-from ._facade import Facade, pick
+from ._facade import Facade, pick, plain_functions
 from ._recorded import clock
 
 # A loop's clock is the monotonic one, read through a recorded run's tape.
@@ -253,6 +255,22 @@ class TaskGroup(asyncio.TaskGroup):
         return self
 
 
+def iscoroutine(obj: Any) -> bool:
+    """``asyncio.iscoroutine`` without its host cache of types (which would keep a script's
+    class alive past its session): the ABC's own check, whose caches hold types weakly."""
+    return isinstance(obj, collections.abc.Coroutine)
+
+
+def iscoroutinefunction(func: Any) -> bool:
+    """``asyncio.iscoroutinefunction`` reading only functions, methods and partials: the
+    host's reads other attributes of any object (a script's ``__getattr__`` would run)."""
+    while isinstance(func, types.MethodType | functools.partial):
+        func = func.__func__ if isinstance(func, types.MethodType) else func.func
+    return isinstance(func, types.FunctionType) and bool(
+        func.__code__.co_flags & inspect.CO_COROUTINE
+    )
+
+
 def asyncio_members(guards: Guards) -> dict[str, Any]:
     """The members of a session's ``asyncio`` facade."""
 
@@ -263,10 +281,12 @@ def asyncio_members(guards: Guards) -> dict[str, Any]:
 
     members = pick(
         asyncio,
-        "sleep Semaphore BoundedSemaphore Lock Event Condition Queue PriorityQueue LifoQueue "
+        "Semaphore BoundedSemaphore Lock Event Condition Queue PriorityQueue LifoQueue "
         "QueueEmpty QueueFull TimeoutError CancelledError InvalidStateError FIRST_COMPLETED "
-        "FIRST_EXCEPTION ALL_COMPLETED iscoroutinefunction iscoroutine timeout",
+        "FIRST_EXCEPTION ALL_COMPLETED",
     )
+    members.update(plain_functions(asyncio, "sleep timeout", passed=("result",)))
+    members.update(iscoroutine=iscoroutine, iscoroutinefunction=iscoroutinefunction)
     members.update(
         {
             name: _scheduling(getattr(asyncio, name))

@@ -135,6 +135,14 @@ recursion_safe(dataclasses.fields)  # reads the class's field table
 
 
 @recursion_safe  # reads only
+def fields(class_or_instance: Any) -> tuple[dataclasses.Field[Any], ...]:
+    """``dataclasses.fields`` read on the class: the real one reads an instance's
+    attribute, which runs a script's ``__getattr__`` when the instance has no fields."""
+    cls = class_or_instance if isinstance(class_or_instance, type) else type(class_or_instance)
+    return dataclasses.fields(cls)
+
+
+@recursion_safe  # reads only
 def _instance(obj: Any, what: str) -> Any:
     kind = type(obj)
     if isinstance(obj, type) or not any(k in _MADE for k in kind.__mro__):
@@ -176,4 +184,4 @@ def _convert(value: Any, build: Any) -> Any:
     return script_copy.deepcopy(value)
 
 
-__all__ = ["asdict", "astuple", "dataclass", "replace"]
+__all__ = ["asdict", "astuple", "dataclass", "fields", "replace"]

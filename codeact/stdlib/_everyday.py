@@ -75,16 +75,16 @@ from ..sandbox._guards import Builtin, Guards
 from ..sandbox._ownership import (
     SHOWN,
     FixedMethods,
-    exact_arguments,
     exact_value,
     register_base,
     register_readable,
 )
 from ..sandbox._parsing import parse_in_mode
+from ..sandbox._plain_arguments import plain_arguments
 from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import exact_index, forward_attributes, ticking
 from . import _recorded as recorded
-from ._facade import Facade, pick
+from ._facade import Facade, pick, plain_functions
 
 MAX_SEEK_GAP = 1_000_000
 MAX_SLEEP_SLICE = 0.01
@@ -906,7 +906,7 @@ def _pprint_members(guards: Guards) -> dict[str, Any]:
         "pformat": _pformat,
         "pprint": pprint_,
         "pp": pprint_,
-        **pick(pprint, "saferepr isreadable isrecursive"),
+        **plain_functions(pprint, "saferepr isreadable isrecursive"),
     }
 
 
@@ -1044,15 +1044,21 @@ def _collections_abc() -> Facade:
 
 
 def _urllib_parse() -> Facade:
-    # urlsplit and the quoters cache their arguments for the process: exact strings only
-    functions = (
-        "urlparse urlsplit urlunparse urlunsplit urljoin urldefrag urlencode quote "
-        "quote_plus quote_from_bytes unquote unquote_plus unquote_to_bytes parse_qs parse_qsl"
+    # urlsplit and the quoters cache their arguments for the process: exact strings only,
+    # and urlencode calls str() on its values: plain ones only
+    plain = (
+        "urlparse urlsplit urlunparse urlunsplit urljoin urldefrag quote quote_plus "
+        "quote_from_bytes unquote unquote_plus unquote_to_bytes parse_qs parse_qsl"
     )
+    functions: dict[str, tuple[str, ...]] = dict.fromkeys(plain.split(), ())
+    functions["urlencode"] = ("quote_via",)  # the script's quoter, called per value
     return Facade(
         "urllib.parse",
         {
-            **{name: exact_arguments(getattr(urllib.parse, name)) for name in functions.split()},
+            **{
+                name: plain_arguments(getattr(urllib.parse, name), held=held)
+                for name, held in functions.items()
+            },
             **pick(urllib.parse, "ParseResult SplitResult DefragResult"),
         },
     )
@@ -1099,7 +1105,13 @@ def static_everyday_facades() -> dict[str, Facade]:
                 "Error Incomplete",
             ),
         ),
-        "tomllib": Facade("tomllib", pick(tomllib, "loads load TOMLDecodeError")),
+        "tomllib": Facade(
+            "tomllib",
+            {
+                **plain_functions(tomllib, "loads load", held=("parse_float",)),
+                "TOMLDecodeError": tomllib.TOMLDecodeError,
+            },
+        ),
         "zoneinfo": Facade(
             "zoneinfo",
             {
@@ -1108,16 +1120,18 @@ def static_everyday_facades() -> dict[str, Facade]:
                 "ZoneInfo": ZoneInfo,
             },
         ),
-        "html": Facade("html", pick(html, "escape unescape")),
+        "html": Facade("html", plain_functions(html, "escape unescape")),
         "shlex": Facade(
             "shlex", {"split": _shlex_split, "quote": _shlex_quote, "join": _shlex_join}
         ),
         "calendar": Facade(
             "calendar",
             {
+                **plain_functions(
+                    calendar, "isleap leapdays monthrange weekday monthcalendar timegm firstweekday"
+                ),
                 **pick(
                     calendar,
-                    "isleap leapdays monthrange weekday monthcalendar timegm firstweekday "
                     "month_name month_abbr day_name day_abbr MONDAY TUESDAY WEDNESDAY "
                     "THURSDAY FRIDAY SATURDAY SUNDAY IllegalMonthError IllegalWeekdayError",
                 ),
@@ -1180,10 +1194,17 @@ def static_everyday_facades() -> dict[str, Facade]:
                 "sleep": _sleep,
                 "strftime": _strftime,
                 # strptime caches each format for the process: exact strings only
-                "strptime": exact_arguments(time.strptime),
+                "strptime": plain_arguments(time.strptime),
             },
         ),
-        "abc": Facade("abc", pick(abc, "ABC abstractmethod")),
+        "abc": Facade(
+            "abc",
+            {
+                "ABC": abc.ABC,
+                # it sets one attribute on what it is given: the script's function only
+                "abstractmethod": plain_arguments(abc.abstractmethod, held=["funcobj"]),
+            },
+        ),
         "numbers": Facade("numbers", pick(numbers, "Number Complex Real Rational Integral")),
     }
 

@@ -6,12 +6,14 @@ a module: ``json.codecs`` or ``datetime.sys`` simply do not exist on it.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..sandbox._ownership import DUNDERS_SHOWN
+from ..sandbox._plain_arguments import plain_arguments
 from ..sandbox._work_bounds import ticking, ticking_factory
 
 
@@ -102,4 +104,28 @@ def pick(module: types.ModuleType, names: str) -> dict[str, Any]:
     return {name: getattr(module, name) for name in names.split()}
 
 
-__all__ = ["Facade", "pick", "ticking", "ticking_factory"]
+def plain_functions(
+    module: types.ModuleType,
+    names: str,
+    *,
+    held: Collection[str] = (),
+    drained: Collection[str] = (),
+    passed: Collection[str] = (),
+) -> dict[str, Any]:
+    """The named Python functions of ``module``, each taking plain values only (see
+    ``plain_arguments``); ``held``, ``drained`` and ``passed`` name parameters any of them
+    may have."""
+    members = {}
+    for name in names.split():
+        function = getattr(module, name)
+        parameters = inspect.signature(function).parameters
+        members[name] = plain_arguments(
+            function,
+            held=[p for p in held if p in parameters],
+            drained=[p for p in drained if p in parameters],
+            passed=[p for p in passed if p in parameters],
+        )
+    return members
+
+
+__all__ = ["Facade", "pick", "plain_functions", "ticking", "ticking_factory"]

@@ -59,13 +59,13 @@ from ..sandbox._ownership import (
     SCRIPT_CLASSES,
     SHOWN,
     FixedMethods,
-    exact_arguments,
     exact_value,
     is_script_function,
     register_base,
     register_host_method,
     register_readable,
 )
+from ..sandbox._plain_arguments import plain_arguments
 from ..sandbox._script_classes import ScriptEnumType, functional_enum
 from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import (
@@ -95,7 +95,7 @@ from ._everyday import (
 from ._everyday import (
     Decimal as ScriptDecimal,
 )
-from ._facade import Facade, pick
+from ._facade import Facade, pick, plain_functions
 from ._graphlib import GRAPHLIB_MEMBERS, SORTER_METHODS, TopologicalSorter
 from ._logging import logging_facade
 from ._names import DEFAULT_MODULES
@@ -176,6 +176,26 @@ class ScriptRandom(random.Random):
 
 C_INT_MAX = 2**31 - 1
 
+# Random's Python methods and what they hold: a sequence's items are only picked or
+# moved (a deck of the script's cards is fine), everything else is a number they compute
+# with, plain only.
+RANDOM_METHODS = {
+    **dict.fromkeys(
+        (
+            *("seed", "uniform", "triangular", "randint", "randrange", "normalvariate", "gauss"),
+            *("lognormvariate", "expovariate", "vonmisesvariate", "gammavariate"),
+            *("betavariate", "paretovariate", "weibullvariate", "getstate", "setstate"),
+        ),
+        (),
+    ),
+    "choice": ("seq",),
+    "shuffle": ("x",),
+    "sample": ("population",),
+    "choices": ("population",),
+}
+for _name, _held in RANDOM_METHODS.items():
+    setattr(ScriptRandom, _name, plain_arguments(getattr(ScriptRandom, _name), held=_held))
+
 
 def _namedtuple(
     typename: str,
@@ -246,6 +266,22 @@ def _enum_base(base: type) -> type:
     stand_in = seal(guarded_type(base, construct))
     SHOWN[base] = stand_in  # what a script class's __bases__ and __mro__ show for it
     return stand_in
+
+
+def _unique(enumeration: Any) -> Any:
+    """``enum.unique`` reading the class's member table and each member's own name: the
+    real one reads ``member.name``, which a script's enum may define as its own property."""
+    if not isinstance(enumeration, enum.EnumType):
+        raise TypeError(f"unique() takes an enum class, not {type(enumeration).__name__!r}")
+    duplicates = [
+        (alias, vars(member)["_name_"])
+        for alias, member in vars(enumeration)["_member_map_"].items()
+        if alias != vars(member)["_name_"]
+    ]
+    if duplicates:
+        details = ", ".join(f"{alias} -> {name}" for alias, name in duplicates)
+        raise ValueError(f"duplicate values found in {enumeration!r}: {details}")
+    return enumeration
 
 
 def _on_script_classes(decorate: Callable[..., Any], name: str = "") -> Callable[..., Any]:
@@ -695,8 +731,10 @@ def _static_facades() -> dict[str, Facade]:
             {
                 **pick(
                     functools,
-                    "partial lru_cache cache cached_property WRAPPER_ASSIGNMENTS WRAPPER_UPDATES",
+                    "partial cached_property WRAPPER_ASSIGNMENTS WRAPPER_UPDATES",
                 ),
+                # the script's function, whose names update_wrapper reads
+                **plain_functions(functools, "cache lru_cache", held=("user_function", "maxsize")),
                 # reduce and cmp_to_key call back per item from C: a Python loop, a Python call
                 "reduce": reduce,
                 "cmp_to_key": _cmp_to_key,
@@ -708,20 +746,22 @@ def _static_facades() -> dict[str, Facade]:
         ),
         "statistics": Facade(
             "statistics",
-            pick(
-                statistics,
-                "mean fmean geometric_mean harmonic_mean median median_low median_high "
-                "median_grouped mode multimode pstdev pvariance stdev variance quantiles "
-                "correlation covariance linear_regression NormalDist StatisticsError",
-            ),
+            {
+                # each iterates its data and does arithmetic on the items
+                **plain_functions(
+                    statistics,
+                    "mean fmean geometric_mean harmonic_mean median median_low median_high "
+                    "median_grouped mode multimode pstdev pvariance stdev variance quantiles "
+                    "correlation covariance linear_regression",
+                    drained=("data", "weights"),  # any iterable, as CPython's take
+                ),
+                **pick(statistics, "NormalDist StatisticsError"),
+            },
         ),
         "textwrap": Facade(
             "textwrap",
             {
-                **{
-                    name: exact_arguments(getattr(textwrap, name))
-                    for name in ("wrap", "fill", "dedent", "indent", "shorten")
-                },
+                **plain_functions(textwrap, "wrap fill dedent indent shorten", held=("predicate",)),
                 "TextWrapper": TextWrapper,
             },
         ),
@@ -772,27 +812,35 @@ def _static_facades() -> dict[str, Facade]:
         ),
         "base64": Facade(
             "base64",
-            pick(
-                base64,
-                "b64encode b64decode urlsafe_b64encode urlsafe_b64decode standard_b64encode "
-                "standard_b64decode b32encode b32decode b32hexencode b32hexdecode b16encode "
-                "b16decode b85encode b85decode a85encode a85decode MAXBINSIZE MAXLINESIZE "
-                "encodebytes decodebytes",
-            ),
+            {
+                **plain_functions(
+                    base64,
+                    "b64encode b64decode urlsafe_b64encode urlsafe_b64decode standard_b64encode "
+                    "standard_b64decode b32encode b32decode b32hexencode b32hexdecode b16encode "
+                    "b16decode b85encode b85decode a85encode a85decode encodebytes decodebytes",
+                ),
+                **pick(base64, "MAXBINSIZE MAXLINESIZE"),
+            },
         ),
         "uuid": Facade(
             "uuid",
-            pick(
-                uuid,
-                "uuid3 uuid5 UUID NAMESPACE_DNS NAMESPACE_URL NAMESPACE_OID NAMESPACE_X500",
-            )
+            plain_functions(uuid, "uuid3 uuid5")
+            | pick(uuid, "UUID NAMESPACE_DNS NAMESPACE_URL NAMESPACE_OID NAMESPACE_X500")
             | {"uuid4": recorded.uuid4},  # taped entropy
         ),
         "difflib": Facade(
             "difflib",
-            pick(
-                difflib, "SequenceMatcher Differ get_close_matches unified_diff context_diff ndiff"
-            ),
+            {
+                # lines and words are hashed and compared: plain ones only; the junk
+                # predicates are the script's callbacks
+                **plain_functions(
+                    difflib,
+                    "get_close_matches unified_diff context_diff ndiff",
+                    drained=("possibilities",),  # a and b are sequences: indexed
+                    held=("linejunk", "charjunk"),
+                ),
+                **pick(difflib, "SequenceMatcher Differ"),
+            },
         ),
         "unicodedata": Facade(
             "unicodedata",
@@ -812,7 +860,8 @@ def _static_facades() -> dict[str, Facade]:
         "enum": Facade(
             "enum",
             {
-                **pick(enum, "auto unique"),
+                "auto": enum.auto,
+                "unique": _unique,
                 **{name: _enum_base(getattr(enum, name)) for name in ENUM_BASES},
                 "EnumType": ENUM_TYPE,
                 "EnumMeta": ENUM_TYPE,
@@ -894,7 +943,7 @@ def _register_readable_types() -> None:
     recorded.register_clock_methods()
     # strptime caches each format it is given for the process
     register_host_method(
-        datetime.datetime, "strptime", lambda method, guards: exact_arguments(method)
+        datetime.datetime, "strptime", lambda method, guards: plain_arguments(method)
     )
     # called from a script, a flag class keeps the value as a pseudo-member for good
     OPAQUE_CLASSES.add(regex.RegexFlag)
@@ -1019,8 +1068,9 @@ def session_facades(
             **pick(
                 string,
                 "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits "
-                "punctuation printable whitespace capwords Template",
+                "punctuation printable whitespace Template",
             ),
+            "capwords": plain_arguments(string.capwords),
             "Formatter": _formatter_maker(guards),
         },
     )
@@ -1032,8 +1082,9 @@ def session_facades(
         {
             **pick(
                 dataclasses,
-                "field fields is_dataclass FrozenInstanceError MISSING KW_ONLY InitVar",
+                "field is_dataclass FrozenInstanceError MISSING KW_ONLY InitVar",
             ),
+            "fields": script_dataclasses.fields,
             "dataclass": script_dataclasses.dataclass,
             "asdict": script_dataclasses.asdict,
             "astuple": script_dataclasses.astuple,

@@ -23,7 +23,7 @@ from typing import Any
 from ..sandbox._errors import SandboxStop
 from ..sandbox._guards import Guards
 from ..sandbox._ownership import DUNDER_DATA, register_readable
-from ._facade import Facade, pick
+from ._facade import Facade, pick, plain_functions
 from ._recorded import entropy
 
 CPYTHON_RECURSION_LIMIT = 1000  # what sys.getrecursionlimit() answers in a fresh CPython
@@ -136,11 +136,15 @@ def _getenv(environ: Environ) -> Any:
 
 
 # Path arithmetic: nothing here reads the filesystem or the environment.
-PATH_ARITHMETIC = pick(
-    posixpath,
-    "join split splitext basename dirname normpath normcase isabs commonpath "
-    "commonprefix splitdrive sep extsep curdir pardir altsep",
-)
+PATH_ARITHMETIC = {
+    **plain_functions(
+        posixpath,
+        "join split splitext basename dirname normpath normcase isabs commonpath "
+        "commonprefix splitdrive",
+        drained=("paths",),
+    ),
+    **pick(posixpath, "sep extsep curdir pardir altsep"),
+}
 OS_PATH = Facade("os.path", dict(PATH_ARITHMETIC))
 
 STATIC_SYSTEM_FACADES = {
