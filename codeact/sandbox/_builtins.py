@@ -148,6 +148,14 @@ def guarded_type(
     return stand_in
 
 
+def stand_in_constructor(value: Any) -> Callable[..., Any] | None:
+    """What calling the stand-in ``value`` calls, or None when it is no stand-in."""
+    if type(value) is not _GuardedType:
+        return None
+    made: Callable[..., Any] = _STAND_INS[id(value)][1]()
+    return made
+
+
 @recursion_safe  # reads only
 def check_count(name: str, args: tuple[Any, ...], least: int, most: int) -> None:
     """A builtin's positional arguments counted, refused in CPython's words."""

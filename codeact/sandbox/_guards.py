@@ -54,6 +54,7 @@ from ._ownership import (
     readable_names,
 )
 from ._pending import Pending
+from ._plain_arguments import checked_method, checked_unbound
 from ._script_classes import ScriptClassFactory, delete_dunder_later, set_dunder_later
 from ._sealed import HEAP_TYPE, seal
 from ._transformer import (
@@ -237,6 +238,11 @@ class Guards:
             wrap = HOST_METHODS.get((obj if isinstance(obj, type) else kind, name))
             if wrap is not None:
                 return wrap(value, self)
+        if type(value) is types.MethodType:
+            # a host method's Python code would act on the script's objects: checked first
+            checked = checked_method(value)
+            if checked is not None:
+                return checked
         return value
 
     def _no_attribute(self, obj: Any, name: str) -> AttributeError:
@@ -1482,9 +1488,9 @@ def _unbound_method(owner: type, name: str, value: Any) -> Any:
     for klass in owner.__mro__:
         if name in vars(klass):
             if isinstance(vars(klass)[name], staticmethod):
-                return value
+                return checked_unbound(value, receiver=False)  # no receiver, arguments checked
             break
-    return _on_own_instances(value, owner, name)
+    return _on_own_instances(checked_unbound(value, receiver=True), owner, name)
 
 
 @recursion_safe  # builds its own wrapper only

@@ -33,7 +33,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._ownership import exact_value, is_script_class
+from ._errors import recursion_safe
+from ._ownership import SCOPE_KEY, SCOPE_MARK, exact_value, is_script_class
 
 # Values a host function may take as they are: nothing of them runs the script's code.
 SCALARS = frozenset(
@@ -46,7 +47,7 @@ _ITERATOR_MODULES = frozenset({"builtins", "itertools"})
 
 # Host containers walked item by item (isinstance against an ABC would be slow, and an
 # ABC's caches would learn the script's classes).
-_MAPPINGS = (dict, ChainMap, types.MappingProxyType)
+_MAPPINGS = (dict, types.MappingProxyType)
 _SEQUENCES = (list, tuple, set, frozenset, deque)
 
 DATA, HELD, PASSED, DRAINED = "data", "held", "passed", "drained"
@@ -55,13 +56,55 @@ DATA, HELD, PASSED, DRAINED = "data", "held", "passed", "drained"
 @dataclass(frozen=True)
 class Checked:
     """What a wrapper checks: the host function and its parameters' roles (data unless
-    named)."""
+    named), by position and by keyword."""
 
     function: Callable[..., Any]
     roles: Mapping[str, str]
+    name: str
+    by_position: tuple[str, ...]
+    beyond: str  # the role of arguments past the named positions (``*args``)
+    other_keywords: str  # the role of keywords no parameter names (``**kwargs``)
+
+    @classmethod
+    def of(cls, function: Callable[..., Any], roles: Mapping[str, str]) -> Checked:
+        try:
+            parameters = list(inspect.signature(function).parameters.values())
+        except ValueError:  # a C function with no signature (time.strptime): all data
+            parameters = []
+        unknown = set(roles) - {p.name for p in parameters}
+        if unknown:  # a typo would leave a parameter checked as data, silently
+            raise ValueError(f"{function.__name__} has no parameters {sorted(unknown)}")
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        star = next((p for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+        stars = next((p for p in parameters if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+        named = {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD}
+        return cls(
+            function,
+            {name: role for name, role in roles.items() if name in named},
+            getattr(function, "__name__", "function"),
+            tuple(roles.get(p.name, DATA) for p in parameters if p.kind in positional),
+            roles.get(star.name, DATA) if star is not None else DATA,
+            roles.get(stars.name, DATA) if stars is not None else DATA,
+        )
 
     def role(self, parameter: str) -> str:
-        return self.roles.get(parameter, DATA)
+        return self.roles.get(parameter, self.other_keywords)
+
+    @recursion_safe  # checks, and changes nothing but the keywords it was given
+    def arguments(
+        self, args: tuple[Any, ...], keywords: dict[str, Any], skipped: int = 0
+    ) -> list[Any]:
+        """``args`` checked (the first ``skipped`` positions are a bound or checked
+        receiver's); ``keywords`` checked in place."""
+        positions, beyond, name = self.by_position, self.beyond, self.name
+        checked = [
+            _checked(name, value, positions[i] if i < len(positions) else beyond)
+            for i, value in enumerate(args, skipped)
+        ]
+        roles, other = self.roles, self.other_keywords
+        for key, value in keywords.items():
+            keywords[key] = _checked(name, value, roles.get(key, other))
+        return checked
 
 
 # wrapper -> what it checks (the tests call each with the script's objects)
@@ -78,37 +121,112 @@ def plain_arguments(
     """``function`` behind a check of its arguments (see the module's docstring).
 
     ``held``, ``drained`` and ``passed`` name parameters of ``function``; the rest are data."""
-    roles = (
-        dict.fromkeys(held, HELD) | dict.fromkeys(drained, DRAINED) | dict.fromkeys(passed, PASSED)
-    )
-    try:
-        parameters = list(inspect.signature(function).parameters.values())
-    except ValueError:  # a C function with no signature (time.strptime): all data
-        parameters = []
-    unknown = set(roles) - {p.name for p in parameters}
-    if unknown:  # a typo would leave a parameter checked as data, silently
-        raise ValueError(f"{function.__name__} has no parameters {sorted(unknown)}")
-    positional_kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    by_position = [roles.get(p.name, DATA) for p in parameters if p.kind in positional_kinds]
-    star = next((p for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
-    beyond = roles.get(star.name, DATA) if star is not None else DATA
-    name = getattr(function, "__name__", "function")
+    checked = Checked.of(function, _roles(held, drained, passed))
 
     def call(*args: Any, **keywords: Any) -> Any:
-        checked = [
-            _checked(name, value, by_position[i] if i < len(by_position) else beyond)
-            for i, value in enumerate(args)
-        ]
-        for key, value in keywords.items():
-            keywords[key] = _checked(name, value, roles.get(key, DATA))
-        return function(*checked, **keywords)
+        return function(*checked.arguments(args, keywords), **keywords)
 
-    call.__name__ = call.__qualname__ = name
+    call.__name__ = call.__qualname__ = checked.name
     call.__doc__ = getattr(function, "__doc__", None)
-    WRAPPED[call] = Checked(function, roles)
+    WRAPPED[call] = checked
     return call
 
 
+def _roles(
+    held: Collection[str], drained: Collection[str], passed: Collection[str]
+) -> dict[str, str]:
+    return (
+        dict.fromkeys(held, HELD) | dict.fromkeys(drained, DRAINED) | dict.fromkeys(passed, PASSED)
+    )
+
+
+# Host methods a script reads off a host object (a queue's put, a template's substitute):
+# checked as the guard hands them out, by the roles registered for them (data unless named).
+_METHOD_ROLES: dict[Callable[..., Any], dict[str, str]] = {}
+_METHOD_CHECKS: dict[Callable[..., Any], Checked] = {}  # host functions only, never a script's
+
+
+def register_method_roles(
+    owner: type,
+    name: str,
+    *,
+    held: Collection[str] = (),
+    drained: Collection[str] = (),
+    passed: Collection[str] = (),
+) -> None:
+    """Name what ``owner.name`` does with its parameters (see the module's docstring)."""
+    function = _python_function(inspect.getattr_static(owner, name))
+    if function is None:
+        raise TypeError(f"{owner.__name__}.{name} is not a Python function")
+    _METHOD_ROLES[function] = _roles(held, drained, passed)
+    _METHOD_CHECKS.pop(function, None)
+
+
+def method_roles(function: Callable[..., Any]) -> Mapping[str, str]:
+    """The roles registered for a host method's parameters (data unless named)."""
+    return _METHOD_ROLES.get(function, {})
+
+
+@recursion_safe  # reads only
+def is_host_python(function: Any) -> bool:
+    """Is ``function`` Python code of the host's (the standard library's), neither the
+    script's nor the runtime's own (whose code is written with the rule in view)?"""
+    if type(function) is not types.FunctionType:
+        return False
+    if str(function.__module__).startswith(_OWN_MODULES):
+        return False
+    scope = function.__globals__
+    return not (type(scope) is dict and scope.get(SCOPE_KEY) is SCOPE_MARK)
+
+
+_OWN_MODULES = ("codeact", "stdlib_bindings")
+
+
+@recursion_safe  # caches a check only once it is whole, and builds its own wrapper
+def checked_method(method: types.MethodType) -> Callable[..., Any] | None:
+    """A bound host method as a script may call it (its arguments checked), or None when
+    its function is not the host's Python code."""
+    function = method.__func__
+    checked = _METHOD_CHECKS.get(function)
+    if checked is None:
+        if not is_host_python(function):
+            return None
+        checked = _METHOD_CHECKS[function] = Checked.of(function, _METHOD_ROLES.get(function, {}))
+
+    def call(*args: Any, **keywords: Any) -> Any:
+        return method(*checked.arguments(args, keywords, skipped=1), **keywords)
+
+    call.__name__ = call.__qualname__ = checked.name
+    return call
+
+
+@recursion_safe  # caches a check only once it is whole, and builds its own wrapper
+def checked_unbound(function: Callable[..., Any], *, receiver: bool) -> Callable[..., Any]:
+    """A host class's function read from the class, its arguments checked (but for the
+    receiver, which the caller checks); any other function as it is. ``receiver``: False
+    for a static method."""
+    if not is_host_python(function):
+        return function
+    checked = _METHOD_CHECKS.get(function)
+    if checked is None:
+        checked = _METHOD_CHECKS[function] = Checked.of(function, _METHOD_ROLES.get(function, {}))
+    skipped = 1 if receiver else 0
+
+    def call(*args: Any, **keywords: Any) -> Any:
+        rest = checked.arguments(args[skipped:], keywords, skipped=skipped)
+        return function(*args[:skipped], *rest, **keywords)
+
+    call.__name__ = call.__qualname__ = checked.name
+    return call
+
+
+def _python_function(attribute: Any) -> types.FunctionType | None:
+    if isinstance(attribute, classmethod | staticmethod):
+        attribute = attribute.__func__
+    return attribute if type(attribute) is types.FunctionType else None
+
+
+@recursion_safe  # checks only (a drained iterable is the script's own iteration)
 def _checked(name: str, value: Any, role: str) -> Any:
     """``value`` as ``function`` may take it in ``role``, or a TypeError."""
     kind = type(value)
@@ -123,10 +241,12 @@ def _checked(name: str, value: Any, role: str) -> Any:
     return _plain(name, value)
 
 
+@recursion_safe  # reads only
 def _iterable(value: Any) -> bool:
     return hasattr(type(value), "__iter__") or hasattr(type(value), "__getitem__")
 
 
+@recursion_safe  # reads only
 def _plain(name: str, value: Any) -> Any:
     """``value`` when nothing in it, at any depth, is the script's; else a TypeError."""
     pending = [value]
@@ -139,7 +259,7 @@ def _plain(name: str, value: Any) -> Any:
         _refuse_script_made(name, item)
         if id(item) in seen:  # a container holding itself
             continue
-        if isinstance(item, _MAPPINGS):
+        if isinstance(item, _MAPPINGS) or ChainMap in kind.__mro__:
             seen.add(id(item))
             for key, entry in item.items():
                 pending += (key, entry)
@@ -152,6 +272,7 @@ def _plain(name: str, value: Any) -> Any:
     return value
 
 
+@recursion_safe  # reads only
 def _refuse_script_made(name: str, value: Any) -> None:
     """A TypeError if host code acting on ``value`` would run the script's code."""
     kind = type(value)
@@ -170,4 +291,17 @@ def _refuse_script_made(name: str, value: Any) -> None:
     )
 
 
-__all__ = ["DATA", "DRAINED", "HELD", "PASSED", "WRAPPED", "Checked", "plain_arguments"]
+__all__ = [
+    "DATA",
+    "DRAINED",
+    "HELD",
+    "PASSED",
+    "WRAPPED",
+    "Checked",
+    "checked_method",
+    "checked_unbound",
+    "is_host_python",
+    "method_roles",
+    "plain_arguments",
+    "register_method_roles",
+]

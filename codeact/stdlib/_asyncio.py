@@ -25,7 +25,7 @@ from typing import Any
 from ..sandbox._async import NOT_AWAITABLE, ScriptEventLoop, ScriptTask, running_script_loop
 from ..sandbox._guards import Guards, OpaqueType
 from ..sandbox._ownership import SHOWN, register_base, register_readable
-from ._facade import Facade, pick, plain_functions
+from ._facade import Facade, checked_class, pick, plain_functions
 from ._recorded import clock
 
 # A loop's clock is the monotonic one, read through a recorded run's tape.
@@ -255,6 +255,10 @@ class TaskGroup(asyncio.TaskGroup):
         return self
 
 
+SEMAPHORE = checked_class(asyncio.Semaphore)
+BOUNDED_SEMAPHORE = checked_class(asyncio.BoundedSemaphore)
+
+
 def iscoroutine(obj: Any) -> bool:
     """``asyncio.iscoroutine`` without its host cache of types (which would keep a script's
     class alive past its session): the ABC's own check, whose caches hold types weakly."""
@@ -281,11 +285,12 @@ def asyncio_members(guards: Guards) -> dict[str, Any]:
 
     members = pick(
         asyncio,
-        "Semaphore BoundedSemaphore Lock Event Condition Queue PriorityQueue LifoQueue "
+        "Lock Event Condition Queue PriorityQueue LifoQueue "
         "QueueEmpty QueueFull TimeoutError CancelledError InvalidStateError FIRST_COMPLETED "
         "FIRST_EXCEPTION ALL_COMPLETED",
     )
     members.update(plain_functions(asyncio, "sleep timeout", passed=("result",)))
+    members.update(Semaphore=SEMAPHORE, BoundedSemaphore=BOUNDED_SEMAPHORE)  # compare their value
     members.update(iscoroutine=iscoroutine, iscoroutinefunction=iscoroutinefunction)
     members.update(
         {

@@ -84,7 +84,7 @@ from ..sandbox._plain_arguments import plain_arguments
 from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import exact_index, forward_attributes, ticking
 from . import _recorded as recorded
-from ._facade import Facade, pick, plain_functions
+from ._facade import Facade, checked_class, pick, plain_functions
 
 MAX_SEEK_GAP = 1_000_000
 MAX_SLEEP_SLICE = 0.01
@@ -1082,11 +1082,14 @@ def static_everyday_facades() -> dict[str, Facade]:
             {
                 **pick(
                     csv,
-                    "writer DictWriter Error Dialect excel excel_tab unix_dialect "
+                    "writer Error Dialect excel excel_tab unix_dialect "
                     "QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE QUOTE_NONNUMERIC",
                 ),
                 "reader": _csv_reader,
-                "DictReader": csv.DictReader,
+                # the file is read or written by csv's C code; the rest is kept and used
+                # by their Python code
+                "DictReader": checked_class(csv.DictReader, held=("f", "dialect")),
+                "DictWriter": checked_class(csv.DictWriter, held=("f", "dialect")),
             },
         ),
         "cmath": Facade(

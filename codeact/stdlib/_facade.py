@@ -12,8 +12,10 @@ import types
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ..sandbox._ownership import DUNDERS_SHOWN
+from ..sandbox._builtins import guarded_type
+from ..sandbox._ownership import DUNDERS_SHOWN, SHOWN
 from ..sandbox._plain_arguments import plain_arguments
+from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import ticking, ticking_factory
 
 
@@ -104,6 +106,23 @@ def pick(module: types.ModuleType, names: str) -> dict[str, Any]:
     return {name: getattr(module, name) for name in names.split()}
 
 
+def checked_class(
+    real: type,
+    *,
+    held: Collection[str] = (),
+    drained: Collection[str] = (),
+    passed: Collection[str] = (),
+) -> type:
+    """A stand-in for the host class ``real`` whose construction checks its arguments as
+    ``plain_arguments`` does (its ``__init__`` is Python code that acts on them);
+    ``isinstance`` and ``type()`` answer as for ``real``."""
+    stand_in = seal(
+        guarded_type(real, plain_arguments(real, held=held, drained=drained, passed=passed))
+    )
+    SHOWN[real] = stand_in
+    return stand_in
+
+
 def plain_functions(
     module: types.ModuleType,
     names: str,
@@ -128,4 +147,4 @@ def plain_functions(
     return members
 
 
-__all__ = ["Facade", "pick", "plain_functions", "ticking", "ticking_factory"]
+__all__ = ["Facade", "checked_class", "pick", "plain_functions", "ticking", "ticking_factory"]

@@ -6,6 +6,11 @@ fractions multiplies numerators and denominators, ``round(f, n)`` raises ten to 
 None of that passes through the interpreter's integer guards, and each is one long
 C call no limit can interrupt. Here every operation checks the size of what it will
 make, and its result is this class again, so the next operation is checked as well.
+
+The real class is Python code that reads ``numerator``, ``imag`` or ``__repr__`` of
+what it is given: a script's object never reaches it (an operator or a comparison with
+one answers NotImplemented, so Python asks the script's object itself; a constructor or
+class method refuses it).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..sandbox._errors import LimitExceeded
+from ..sandbox._ownership import exact_value, is_script_class
+from ..sandbox._plain_arguments import plain_arguments
 from ..sandbox._work_bounds import exact_index
 
 MAX_BITS = 4_000_000  # as an integer's limit: what one result may hold
@@ -60,21 +67,23 @@ class Fraction(fractions.Fraction):
     __slots__ = ()
 
     def __new__(cls, numerator: Any = 0, denominator: Any = None) -> Any:
+        numerator, denominator = _plain_pair(numerator, denominator)
         _check_source(numerator)
         made = fractions.Fraction(numerator, denominator)
         return _own(made)
 
     @classmethod
     def from_decimal(cls, dec: Any) -> Any:
+        (dec,) = _plain_pair(dec)
         _check_source(dec)
         return _own(fractions.Fraction.from_decimal(dec))
 
     @classmethod
     def from_float(cls, f: Any) -> Any:
-        return _own(fractions.Fraction.from_float(f))
+        return _own(_from_float(f))
 
     def limit_denominator(self, max_denominator: int = 1_000_000) -> Any:
-        return _own(fractions.Fraction.limit_denominator(self, max_denominator))
+        return _own(_limit_denominator(self, max_denominator))
 
     def __round__(self, ndigits: Any = None) -> Any:
         if ndigits is None:
@@ -89,6 +98,11 @@ class Fraction(fractions.Fraction):
 
     def __repr__(self) -> str:
         return f"Fraction({self.numerator}, {self.denominator})"
+
+
+_from_float = plain_arguments(fractions.Fraction.from_float)
+_limit_denominator = plain_arguments(fractions.Fraction.limit_denominator)
+_plain_pair = plain_arguments(lambda *values: values)  # what Fraction() is given, checked
 
 
 def _own(value: Any) -> Any:  # a Fraction of this class, or what the operation made
@@ -119,6 +133,9 @@ def _sized(name: str, size: Callable[[Any, Any], float], reflected: bool) -> Cal
     method = getattr(fractions.Fraction, name)
 
     def operate(self: Fraction, other: Any, *rest: Any) -> Any:
+        other = exact_value(other)  # an int subclass's numerator is its own property
+        if is_script_class(type(other)):  # the script's number answers for itself
+            return NotImplemented
         if isinstance(other, numbers.Rational):
             base, exponent = (other, self) if reflected else (self, other)
             _refuse_above(size(base, exponent), "fraction arithmetic")
@@ -141,6 +158,21 @@ def _unary(name: str) -> Callable[[Fraction], Any]:
     return operate
 
 
+def _compared(name: str) -> Callable[[Fraction, Any], Any]:
+    method = getattr(fractions.Fraction, name)
+
+    def compare(self: Fraction, other: Any) -> Any:
+        other = exact_value(other)
+        if is_script_class(type(other)):  # its numerator or imag would be read here
+            return NotImplemented
+        return method(self, other)
+
+    compare.__name__ = compare.__qualname__ = name
+    return compare
+
+
+for _name in ("__eq__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Fraction, _name, _compared(_name))
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "divmod"):
     setattr(Fraction, f"__{_name}__", _sized(f"__{_name}__", _sum_of_sizes, False))
     setattr(Fraction, f"__r{_name}__", _sized(f"__r{_name}__", _sum_of_sizes, True))

@@ -81,6 +81,7 @@ from ..sandbox._work_bounds import (
 from . import _copy as script_copy
 from . import _dataclasses as script_dataclasses
 from . import _fractions as script_fractions
+from . import _method_roles as method_roles
 from . import _recorded as recorded
 from ._asyncio import asyncio_facade
 from ._dispatch import DispatchingMethod, SingleDispatch, SingleDispatchMethod, singledispatch
@@ -95,7 +96,7 @@ from ._everyday import (
 from ._everyday import (
     Decimal as ScriptDecimal,
 )
-from ._facade import Facade, pick, plain_functions
+from ._facade import Facade, checked_class, pick, plain_functions
 from ._graphlib import GRAPHLIB_MEMBERS, SORTER_METHODS, TopologicalSorter
 from ._logging import logging_facade
 from ._names import DEFAULT_MODULES
@@ -755,7 +756,8 @@ def _static_facades() -> dict[str, Facade]:
                     "correlation covariance linear_regression",
                     drained=("data", "weights"),  # any iterable, as CPython's take
                 ),
-                **pick(statistics, "NormalDist StatisticsError"),
+                "NormalDist": checked_class(statistics.NormalDist),
+                "StatisticsError": statistics.StatisticsError,
             },
         ),
         "textwrap": Facade(
@@ -825,7 +827,8 @@ def _static_facades() -> dict[str, Facade]:
         "uuid": Facade(
             "uuid",
             plain_functions(uuid, "uuid3 uuid5")
-            | pick(uuid, "UUID NAMESPACE_DNS NAMESPACE_URL NAMESPACE_OID NAMESPACE_X500")
+            | pick(uuid, "NAMESPACE_DNS NAMESPACE_URL NAMESPACE_OID NAMESPACE_X500")
+            | {"UUID": checked_class(uuid.UUID)}
             | {"uuid4": recorded.uuid4},  # taped entropy
         ),
         "difflib": Facade(
@@ -839,7 +842,9 @@ def _static_facades() -> dict[str, Facade]:
                     drained=("possibilities",),  # a and b are sequences: indexed
                     held=("linejunk", "charjunk"),
                 ),
-                **pick(difflib, "SequenceMatcher Differ"),
+                # the sequences are hashed and compared too; the junk predicates are called
+                "SequenceMatcher": checked_class(difflib.SequenceMatcher, held=("isjunk",)),
+                "Differ": checked_class(difflib.Differ, held=("linejunk", "charjunk")),
             },
         ),
         "unicodedata": Facade(
@@ -940,6 +945,7 @@ def _register_readable_types() -> None:
     # a wrapper's options are its own, read and set as CPython's documentation shows (the
     # class's translation table and patterns, which every session shares, stay hidden)
     register_readable(TextWrapper, writable=True, names=("wrap", "fill", *WRAP_OPTIONS))
+    method_roles.register(ChainMap, Counter)
     recorded.register_clock_methods()
     # strptime caches each format it is given for the process
     register_host_method(
@@ -1020,6 +1026,9 @@ if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names 
     raise ImportError("_names.DEFAULT_MODULES and the facades disagree")
 
 
+TEMPLATE = checked_class(string.Template)
+
+
 def session_facades(
     guards: Guards, *, seed: int | None = None, environ: Mapping[str, str] | None = None
 ) -> dict[str, Facade]:
@@ -1068,8 +1077,9 @@ def session_facades(
             **pick(
                 string,
                 "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits "
-                "punctuation printable whitespace Template",
+                "punctuation printable whitespace",
             ),
+            "Template": TEMPLATE,
             "capwords": plain_arguments(string.capwords),
             "Formatter": _formatter_maker(guards),
         },

@@ -10,9 +10,20 @@ parameter of each one.
 from __future__ import annotations
 
 import inspect
+import re
 import types
+from typing import Any
 
-from codeact.sandbox._plain_arguments import DRAINED, PASSED, WRAPPED, Checked
+from codeact.sandbox._builtins import stand_in_constructor
+from codeact.sandbox._ownership import READABLE
+from codeact.sandbox._plain_arguments import (
+    DRAINED,
+    PASSED,
+    WRAPPED,
+    Checked,
+    is_host_python,
+    method_roles,
+)
 from codeact.stdlib import standard_sandbox
 
 from .conftest import Runner
@@ -87,10 +98,9 @@ def attempt(label, call):
     try:
         call()
     except Exception as error:
-        refused = 'plain values' in str(error)
+        traces.append([label, list(hits), 'plain values' in str(error), type(error).__name__])
     else:
-        refused = False
-    traces.append([label, list(hits), refused])
+        traces.append([label, list(hits), False, None])
 """
 )
 
@@ -141,30 +151,35 @@ def _checked_functions() -> list[tuple[str, str, str]]:
     return calls
 
 
-def test_no_checked_host_function_runs_the_scripts_code(run: Run) -> None:
-    calls = _checked_functions()
-    modules = sorted({where.split(".")[0] for _, _, where in calls})
-    imports = "".join(
-        f"import {alias.replace('_', '.', 1) if alias.startswith(('os_', 'urllib_')) else alias}"
-        f" as {alias}\n"
-        for alias in modules
-    )
+def _spy(run: Run, calls: list[tuple[str, str, str]]) -> list[list[Any]]:
+    """Each call made by a script, with a Spy where it says: [label, hooks that ran,
+    refused in words, the error's type]. Fails where host code ran a hook of the Spy."""
+    modules = {module.replace(".", "_"): module for module, _, _ in _facade_members()}
+    named = set(re.findall(r"\b([a-z_][a-z_0-9]*)\.", "".join(call for *_, call in calls)))
+    imports = "".join(f"import {modules[a]} as {a}\n" for a in sorted(named) if a in modules)
     attempts = "".join(
         f"attempt({label!r}, lambda: {call})\n" for label, role, call in calls if role != PASSED
     )
     outcome = run(imports + SPY + attempts + "traces")
     assert outcome.ok, outcome.error
+    traces: list[list[Any]] = outcome.value  # type: ignore[assignment]
+    assert [t for t in traces if t[3] == "NameError"] == [], "calls the spy could not make"
     roles = {label: role for label, role, _ in calls}
-    assert len(outcome.value) > 150, "the spy reached too few functions"  # type: ignore[arg-type]
     ran = {
         label: hits
-        for label, hits, _ in outcome.value  # type: ignore[union-attr]
+        for label, hits, *_ in traces
         # the runtime itself drains an iterable given where the function iterates (list()
         # asks its length first), then refuses the script's objects it yielded
         if hits != [] and not (roles[label] == DRAINED and set(hits) <= {"__iter__", "__len__"})
     }
     assert ran == {}, f"host code ran the script's methods: {ran}"
-    unrefused = [label for label, _, refused in outcome.value if not refused]  # type: ignore[union-attr]
+    return traces
+
+
+def test_no_checked_host_function_runs_the_scripts_code(run: Run) -> None:
+    traces = _spy(run, _checked_functions())
+    assert len(traces) > 150, "the spy reached too few functions"
+    unrefused = [label for label, _, refused, _ in traces if not refused]
     assert unrefused == [], f"a script's object was not refused in words: {unrefused}"
 
 
@@ -201,3 +216,91 @@ def test_the_refusal_says_what_to_pass_and_the_script_can_catch_it(run: Run) -> 
     assert message.startswith("mean() takes plain values here")
     assert "'Money'" in message
     assert "float(x)" in message
+
+
+# A script expression for an instance of every host class whose Python methods a script
+# can read (the test below fails for a class missing here).
+INSTANCES = {
+    "csv.DictWriter": "csv.DictWriter(io.StringIO(), ['a'])",
+    "urllib.parse.ParseResult": "urllib.parse.urlparse('http://a/b')",
+    "urllib.parse.SplitResult": "urllib.parse.urlsplit('http://a/b')",
+    "urllib.parse.DefragResult": "urllib.parse.urldefrag('http://a/b#c')",
+    "contextlib.ExitStack": "contextlib.ExitStack()",
+    "asyncio.TaskGroup": "asyncio.TaskGroup()",
+    "asyncio.locks.Semaphore": "asyncio.Semaphore()",
+    "asyncio.locks.BoundedSemaphore": "asyncio.BoundedSemaphore()",
+    "asyncio.locks.Lock": "asyncio.Lock()",
+    "asyncio.locks.Event": "asyncio.Event()",
+    "asyncio.locks.Condition": "asyncio.Condition()",
+    "asyncio.queues.Queue": "asyncio.Queue()",
+    "asyncio.queues.PriorityQueue": "asyncio.PriorityQueue()",
+    "asyncio.queues.LifoQueue": "asyncio.LifoQueue()",
+    "asyncio.timeouts.Timeout": "asyncio.timeout(1)",
+    "os._Environ": "os.environ",
+    "pathlib.PurePosixPath": "pathlib.PurePosixPath('a/b')",
+    "pathlib.PureWindowsPath": "pathlib.PureWindowsPath('a/b')",
+    "pathlib.PosixPath": "pathlib.Path('a/b')",
+    "pathlib._PathParents": "pathlib.PurePosixPath('a/b').parents",
+    "fractions.Fraction": "fractions.Fraction(1, 3)",
+    "statistics.NormalDist": "statistics.NormalDist(1, 2)",
+    "difflib.SequenceMatcher": "difflib.SequenceMatcher(None, 'ab', 'ac')",
+    "difflib.Differ": "difflib.Differ()",
+    "string.Template": "string.Template('$a')",
+    "textwrap.TextWrapper": "textwrap.TextWrapper()",
+    "collections.ChainMap": "collections.ChainMap({'a': 1})",
+    "collections.Counter": "collections.Counter('ab')",
+}
+# Host classes built by their Python code from what the script gives, each reviewed.
+REVIEWED_CONSTRUCTORS = {
+    "collections.Counter": "counts what it is given: C code iterates and hashes it",
+    "asyncio.Condition": "calls the lock it is given, as a context manager's protocol",
+}
+
+
+def _host_constructor(value: object) -> bool:
+    if not isinstance(value, type) or issubclass(value, BaseException):
+        return False
+    for base in value.__mro__:
+        for name in ("__init__", "__new__"):
+            method = vars(base).get(name)
+            if is_host_python(getattr(method, "__func__", method)):
+                return True
+    return False
+
+
+def _host_methods() -> dict[str, list[tuple[str, Checked]]]:
+    """The host Python methods a script can read on each readable host class."""
+    standard_sandbox()  # every facade registered
+    found: dict[str, list[tuple[str, Checked]]] = {}
+    for kind, names in list(READABLE.items()):
+        if not isinstance(kind, type) or names is False:
+            continue
+        public = names if isinstance(names, frozenset) else dir(kind)
+        for name in sorted(n for n in public if not n.startswith("_")):
+            value = getattr(kind, name, None)
+            function = value.__func__ if isinstance(value, types.MethodType) else value
+            if is_host_python(function):
+                checked = Checked.of(function, method_roles(function))  # type: ignore[arg-type]
+                found.setdefault(f"{kind.__module__}.{kind.__qualname__}", []).append(
+                    (name, checked)
+                )
+    return found
+
+
+def test_no_host_method_or_constructor_runs_the_scripts_code(run: Run) -> None:
+    methods = _host_methods()
+    assert sorted(set(methods) - set(INSTANCES)) == [], "host classes the spy does not reach"
+    calls = []
+    for kind, members in methods.items():
+        for name, checked in members:
+            # read on an instance: bound to it, or to its class (a class method)
+            calls += _calls(f"({INSTANCES[kind]}).{name}", checked, bound=True)
+    for module, name, value in _facade_members():
+        where = f"{module.replace('.', '_')}.{name}"
+        construct = stand_in_constructor(value)
+        if construct is not None and construct in WRAPPED:
+            calls += _calls(where, WRAPPED[construct], bound=False)
+        elif _host_constructor(value) and f"{module}.{name}" not in REVIEWED_CONSTRUCTORS:
+            calls += _calls(where, Checked.of(value, {}), bound=False)  # type: ignore[arg-type]
+    traces = _spy(run, calls)
+    assert len(traces) > 150, "the spy reached too few methods and constructors"
