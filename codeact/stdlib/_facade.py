@@ -112,14 +112,21 @@ def checked_class(
     held: Collection[str] = (),
     drained: Collection[str] = (),
     passed: Collection[str] = (),
+    made: type | None = None,
 ) -> type:
     """A stand-in for the host class ``real`` whose construction checks its arguments as
     ``plain_arguments`` does (its ``__init__`` is Python code that acts on them);
-    ``isinstance`` and ``type()`` answer as for ``real``."""
-    stand_in = seal(
-        guarded_type(real, plain_arguments(real, held=held, drained=drained, passed=passed))
-    )
-    SHOWN[real] = stand_in
+    ``isinstance`` and ``type()`` answer as for ``real``. ``made``: the runtime's own
+    subclass of ``real`` that calls make (its class methods are the stand-in's)."""
+    made = made or real
+    construct = plain_arguments(made, held=held, drained=drained, passed=passed)
+    class_methods = {
+        name: getattr(made, name)
+        for name, member in vars(real).items()
+        if isinstance(member, classmethod) and not name.startswith("_")
+    }
+    stand_in = seal(guarded_type(real, construct, **class_methods))
+    SHOWN[real] = SHOWN[made] = stand_in
     return stand_in
 
 

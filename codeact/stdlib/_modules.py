@@ -60,6 +60,7 @@ from ..sandbox._ownership import (
     SHOWN,
     FixedMethods,
     exact_value,
+    is_script_class,
     is_script_function,
     register_base,
     register_host_method,
@@ -176,6 +177,34 @@ class ScriptRandom(random.Random):
 
 
 C_INT_MAX = 2**31 - 1
+
+
+class NormalDist(statistics.NormalDist):
+    """``statistics.NormalDist`` whose arithmetic never sums the script's objects in host
+    code: an operand of the script's answers NotImplemented (Python then asks the operand
+    itself), and every result is of this class again."""
+
+    __slots__ = ()
+
+
+def _normal_operator(name: str) -> Callable[..., Any]:
+    method = getattr(statistics.NormalDist, name)
+
+    def operate(self: NormalDist, *other: Any) -> Any:
+        other = tuple(exact_value(value) for value in other)
+        if any(is_script_class(type(value)) for value in other):
+            return NotImplemented
+        made = method(self, *other)
+        if type(made) is statistics.NormalDist:  # the base class's result, as this class
+            return NormalDist(made.mean, made.stdev)
+        return made
+
+    operate.__name__ = operate.__qualname__ = name
+    return operate
+
+
+for _operator in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "pos", "neg"):
+    setattr(NormalDist, f"__{_operator}__", _normal_operator(f"__{_operator}__"))
 
 # Random's Python methods and what they hold: a sequence's items are only picked or
 # moved (a deck of the script's cards is fine), everything else is a number they compute
@@ -756,7 +785,7 @@ def _static_facades() -> dict[str, Facade]:
                     "correlation covariance linear_regression",
                     drained=("data", "weights"),  # any iterable, as CPython's take
                 ),
-                "NormalDist": checked_class(statistics.NormalDist),
+                "NormalDist": checked_class(statistics.NormalDist, made=NormalDist),
                 "StatisticsError": statistics.StatisticsError,
             },
         ),
@@ -900,6 +929,7 @@ def _register_readable_types() -> None:
         regex.RegexFlag,
         uuid.UUID,
         statistics.NormalDist,
+        NormalDist,
         difflib.SequenceMatcher,
         difflib.Differ,
         difflib.Match,

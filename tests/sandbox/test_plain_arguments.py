@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import types
+from pathlib import Path
 from typing import Any
 
+import codeact
+from codeact.sandbox import ScriptOutcome
 from codeact.sandbox._builtins import stand_in_constructor
+from codeact.sandbox._compiler import SCRIPT_FILES
 from codeact.sandbox._ownership import READABLE
 from codeact.sandbox._plain_arguments import (
     DRAINED,
@@ -243,6 +248,7 @@ INSTANCES = {
     "pathlib._PathParents": "pathlib.PurePosixPath('a/b').parents",
     "fractions.Fraction": "fractions.Fraction(1, 3)",
     "statistics.NormalDist": "statistics.NormalDist(1, 2)",
+    "codeact.stdlib._modules.NormalDist": "statistics.NormalDist(1, 2)",  # what scripts make
     "difflib.SequenceMatcher": "difflib.SequenceMatcher(None, 'ab', 'ac')",
     "difflib.Differ": "difflib.Differ()",
     "string.Template": "string.Template('$a')",
@@ -304,3 +310,70 @@ def test_no_host_method_or_constructor_runs_the_scripts_code(run: Run) -> None:
             calls += _calls(where, Checked.of(value, {}), bound=False)  # type: ignore[arg-type]
     traces = _spy(run, calls)
     assert len(traces) > 150, "the spy reached too few methods and constructors"
+
+
+OPERATORS = {
+    **{"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%"},
+    **{"pow": "**", "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>"},
+    **{"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="},
+}
+OWN_CODE = str(Path(codeact.__file__).parent)
+
+
+def _host_calls_into_the_script(source: str) -> tuple[ScriptOutcome, list[str]]:
+    """``source`` run in this thread, and every call of the script's code made from host
+    Python code (neither the script's own frames nor the runtime's)."""
+    sandbox = standard_sandbox()
+    found: list[str] = []
+
+    def profile(frame: types.FrameType, event: str, _: object) -> None:
+        caller = frame.f_back
+        if event != "call" or caller is None or frame.f_code.co_filename not in SCRIPT_FILES:
+            return
+        where = caller.f_code.co_filename
+        if where not in SCRIPT_FILES and not where.startswith(OWN_CODE):
+            found.append(f"{frame.f_code.co_name} <- {caller.f_code.co_name} ({Path(where).name})")
+
+    sys.setprofile(profile)
+    try:
+        outcome = sandbox.run(source)
+    finally:
+        sys.setprofile(None)
+    return outcome, found
+
+
+def test_operators_of_host_classes_never_run_the_scripts_code() -> None:
+    # Python calls the script's own reflected method from the script's frame: that is the
+    # protocol; host code computing with the script's operand is not
+    instances = {
+        **INSTANCES,
+        "calendar._localized_month": "calendar.month_name",
+        "calendar._localized_day": "calendar.day_name",
+        "regex._regex_core.RegexFlag": "re.IGNORECASE",
+        "uuid.UUID": "uuid.UUID(int=5)",
+        "fractions.Fraction": "fractions.Fraction(1, 3)",
+        "statistics.NormalDist": "statistics.NormalDist(1, 2)",
+    }
+    standard_sandbox()  # every facade registered
+    lines = []
+    for kind in list(READABLE):
+        if not isinstance(kind, type):
+            continue
+        where = f"{kind.__module__}.{kind.__qualname__}"
+        for name, symbol in OPERATORS.items():
+            for dunder, call in (
+                (f"__{name}__", "({0}) {1} Spy()"),
+                (f"__r{name}__", "Spy() {1} ({0})"),
+            ):
+                method = next((vars(b)[dunder] for b in kind.__mro__ if dunder in vars(b)), None)
+                if is_host_python(method):
+                    assert where in instances, f"no instance of {where} to spy on"
+                    expression = call.format(instances[where], symbol)
+                    lines.append(f"attempt({expression!r}, lambda: {expression})\n")
+    assert len(lines) > 40  # the walk found the host operators
+    imports = "import calendar, collections, csv, fractions, io, os, pathlib, re, statistics\n"
+    imports += "import uuid, string, difflib, textwrap, contextlib, asyncio, urllib.parse\n"
+    outcome, found = _host_calls_into_the_script(imports + SPY + "".join(lines) + "traces")
+    assert outcome.ok, outcome.error
+    assert [t for t in outcome.value if t[3] == "NameError"] == []  # type: ignore[union-attr]
+    assert found == [], f"host code ran the script's methods: {found}"
