@@ -25,11 +25,12 @@ The script's objects are refused with a TypeError that says what to pass instead
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 import weakref
 from collections import ChainMap, deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ SCALARS = frozenset(
     {str, int, float, complex, bool, type(None), bytes, bytearray, range, slice, type(...)}
 )
 CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+_is_scalar = SCALARS.__contains__
 # Objects that run the script's code when host code iterates or awaits them.
 _RUNNING_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 _ITERATOR_MODULES = frozenset({"builtins", "itertools"})
@@ -64,6 +66,7 @@ class Checked:
     by_position: tuple[str, ...]
     beyond: str  # the role of arguments past the named positions (``*args``)
     other_keywords: str  # the role of keywords no parameter names (``**kwargs``)
+    bound: bool = False  # the first parameter is a bound receiver's (a method's self)
 
     @classmethod
     def of(cls, function: Callable[..., Any], roles: Mapping[str, str]) -> Checked:
@@ -93,17 +96,25 @@ class Checked:
     @recursion_safe  # checks, and changes nothing but the keywords it was given
     def arguments(
         self, args: tuple[Any, ...], keywords: dict[str, Any], skipped: int = 0
-    ) -> list[Any]:
+    ) -> Sequence[Any]:
         """``args`` checked (the first ``skipped`` positions are a bound or checked
         receiver's); ``keywords`` checked in place."""
-        positions, beyond, name = self.by_position, self.beyond, self.name
-        checked = [
-            _checked(name, value, positions[i] if i < len(positions) else beyond)
-            for i, value in enumerate(args, skipped)
-        ]
-        roles, other = self.roles, self.other_keywords
-        for key, value in keywords.items():
-            keywords[key] = _checked(name, value, roles.get(key, other))
+        if all(map(_is_scalar, map(type, args))) and (
+            not keywords or all(map(_is_scalar, map(type, keywords.values())))
+        ):
+            return args  # numbers and text only: the common call, answered at C speed
+        positions, name = self.by_position, self.name
+        checked = list(args)
+        for i, value in enumerate(args):
+            if type(value) not in SCALARS:
+                at = i + skipped
+                checked[i] = _checked(
+                    name, value, positions[at] if at < len(positions) else self.beyond
+                )
+        if keywords:
+            roles, other = self.roles, self.other_keywords
+            for key, value in keywords.items():
+                keywords[key] = _checked(name, value, roles.get(key, other))
         return checked
 
 
@@ -200,6 +211,22 @@ def checked_method(method: types.MethodType) -> Callable[..., Any] | None:
     return call
 
 
+def checked_bound(method: Any) -> Any:
+    """``checked_method`` for a facade's member (``random.choice``, a method of the
+    session's own generator): listed for the tests; a method of the runtime's own as it is."""
+    call = checked_method(method) if type(method) is types.MethodType else None
+    if call is None:
+        return method
+    WRAPPED[call] = dataclasses.replace(_METHOD_CHECKS[method.__func__], bound=True)
+    return call
+
+
+def plain_values(name: str, *values: Any) -> tuple[Any, ...]:
+    """``values`` checked as data for ``name`` (what the runtime's own code hands a host
+    function): exact values, or a TypeError."""
+    return tuple(_checked(name, value, DATA) for value in values)
+
+
 @recursion_safe  # caches a check only once it is whole, and builds its own wrapper
 def checked_unbound(function: Callable[..., Any], *, receiver: bool) -> Callable[..., Any]:
     """A host class's function read from the class, its arguments checked (but for the
@@ -265,7 +292,8 @@ def _plain(name: str, value: Any) -> Any:
                 pending += (key, entry)
         elif isinstance(item, _SEQUENCES):
             seen.add(id(item))
-            pending.extend(item)
+            if not all(map(_is_scalar, map(type, item))):  # at C speed: numbers and text
+                pending.extend(item)
         elif isinstance(item, types.SimpleNamespace):
             seen.add(id(item))
             pending.extend(vars(item).values())
@@ -276,6 +304,8 @@ def _plain(name: str, value: Any) -> Any:
 def _refuse_script_made(name: str, value: Any) -> None:
     """A TypeError if host code acting on ``value`` would run the script's code."""
     kind = type(value)
+    if kind in CONTAINERS:  # the common case: an exact list, tuple, dict or set
+        return
     if is_script_class(kind):
         what = f"an object of the script's class {kind.__name__!r}"
     elif isinstance(value, _RUNNING_TYPES):
@@ -298,10 +328,12 @@ __all__ = [
     "PASSED",
     "WRAPPED",
     "Checked",
+    "checked_bound",
     "checked_method",
     "checked_unbound",
     "is_host_python",
     "method_roles",
     "plain_arguments",
+    "plain_values",
     "register_method_roles",
 ]

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..sandbox._errors import LimitExceeded
 from ..sandbox._ownership import exact_value, is_script_class
-from ..sandbox._plain_arguments import plain_arguments
+from ..sandbox._plain_arguments import plain_arguments, plain_values
 from ..sandbox._work_bounds import exact_index
 
 MAX_BITS = 4_000_000  # as an integer's limit: what one result may hold
@@ -67,14 +67,14 @@ class Fraction(fractions.Fraction):
     __slots__ = ()
 
     def __new__(cls, numerator: Any = 0, denominator: Any = None) -> Any:
-        numerator, denominator = _plain_pair(numerator, denominator)
+        numerator, denominator = plain_values("Fraction", numerator, denominator)
         _check_source(numerator)
         made = fractions.Fraction(numerator, denominator)
         return _own(made)
 
     @classmethod
     def from_decimal(cls, dec: Any) -> Any:
-        (dec,) = _plain_pair(dec)
+        (dec,) = plain_values("from_decimal", dec)
         _check_source(dec)
         return _own(fractions.Fraction.from_decimal(dec))
 
@@ -102,7 +102,6 @@ class Fraction(fractions.Fraction):
 
 _from_float = plain_arguments(fractions.Fraction.from_float)
 _limit_denominator = plain_arguments(fractions.Fraction.limit_denominator)
-_plain_pair = plain_arguments(lambda *values: values)  # what Fraction() is given, checked
 
 
 def _own(value: Any) -> Any:  # a Fraction of this class, or what the operation made

@@ -66,7 +66,12 @@ from ..sandbox._ownership import (
     register_host_method,
     register_readable,
 )
-from ..sandbox._plain_arguments import plain_arguments
+from ..sandbox._plain_arguments import (
+    checked_bound,
+    plain_arguments,
+    plain_values,
+    register_method_roles,
+)
 from ..sandbox._script_classes import ScriptEnumType, functional_enum
 from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import (
@@ -154,6 +159,7 @@ class ScriptRandom(random.Random):
     given) from taped entropy, so a replayed run draws what it drew before."""
 
     def seed(self, a: Any = None, version: int = 2) -> None:
+        a, version = plain_values("seed", a, version)  # an int's abs() is taken in C
         super().seed(recorded.seed_value() if a is None else a, version)
 
     def getrandbits(self, *args: Any, **keywords: Any) -> int:
@@ -168,6 +174,7 @@ class ScriptRandom(random.Random):
         return super().getrandbits(k)
 
     def randbytes(self, n: int) -> bytes:
+        (n,) = plain_values("randbytes", n)  # its Python code multiplies n
         if type(n) is int and MAX_RANDOM_BITS // 8 < n <= C_INT_MAX // 8:
             raise LimitExceeded("sequence size", f"randbytes({n:,}) asks for too many bytes")
         return super().randbytes(n)
@@ -207,24 +214,11 @@ for _operator in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "pos",
     setattr(NormalDist, f"__{_operator}__", _normal_operator(f"__{_operator}__"))
 
 # Random's Python methods and what they hold: a sequence's items are only picked or
-# moved (a deck of the script's cards is fine), everything else is a number they compute
-# with, plain only.
-RANDOM_METHODS = {
-    **dict.fromkeys(
-        (
-            *("seed", "uniform", "triangular", "randint", "randrange", "normalvariate", "gauss"),
-            *("lognormvariate", "expovariate", "vonmisesvariate", "gammavariate"),
-            *("betavariate", "paretovariate", "weibullvariate", "getstate", "setstate"),
-        ),
-        (),
-    ),
-    "choice": ("seq",),
-    "shuffle": ("x",),
-    "sample": ("population",),
-    "choices": ("population",),
-}
-for _name, _held in RANDOM_METHODS.items():
-    setattr(ScriptRandom, _name, plain_arguments(getattr(ScriptRandom, _name), held=_held))
+# moved (a deck of the script's cards is fine); every other parameter is a number they
+# compute with, plain only (the attribute guard and the facade check them).
+for _name, _held in {"choice": "seq", "shuffle": "x", "sample": "population"}.items():
+    register_method_roles(ScriptRandom, _name, held=(_held,))
+register_method_roles(ScriptRandom, "choices", held=("population",))
 
 
 def _namedtuple(
@@ -1071,7 +1065,7 @@ def session_facades(
         "random",
         {
             **{
-                name: getattr(own_random, name)
+                name: checked_bound(getattr(own_random, name))
                 for name in [
                     "seed",
                     "random",

@@ -145,7 +145,7 @@ def _checked_functions() -> list[tuple[str, str, str]]:
             continue
         alias = module.replace(".", "_")
         if isinstance(value, types.FunctionType) and value in WRAPPED:
-            calls += _calls(f"{alias}.{name}", WRAPPED[value], bound=False)
+            calls += _calls(f"{alias}.{name}", WRAPPED[value], bound=WRAPPED[value].bound)
         elif isinstance(value, type):
             for attribute, member in vars(value).items():
                 if (
@@ -249,6 +249,7 @@ INSTANCES = {
     "fractions.Fraction": "fractions.Fraction(1, 3)",
     "statistics.NormalDist": "statistics.NormalDist(1, 2)",
     "codeact.stdlib._modules.NormalDist": "statistics.NormalDist(1, 2)",  # what scripts make
+    "random.Random": "random.Random(1)",
     "difflib.SequenceMatcher": "difflib.SequenceMatcher(None, 'ab', 'ac')",
     "difflib.Differ": "difflib.Differ()",
     "string.Template": "string.Template('$a')",
