@@ -22,6 +22,7 @@ from . import (
     load,
     mcp_clients,
     peers,
+    plain_arguments,
     preview,
     runtime,
     tracing,
@@ -30,6 +31,7 @@ from . import (
 for module in (
     dispatch,
     interpreter,
+    plain_arguments,
     runtime,
     executor,
     channel,

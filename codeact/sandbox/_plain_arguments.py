@@ -42,7 +42,8 @@ SCALARS = frozenset(
     {str, int, float, complex, bool, type(None), bytes, bytearray, range, slice, type(...)}
 )
 CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
-_is_scalar = SCALARS.__contains__
+# all_scalar(map(type, values)): are the values all scalars? (one C loop)
+all_scalar = SCALARS.issuperset
 # Objects that run the script's code when host code iterates or awaits them.
 _RUNNING_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 _ITERATOR_MODULES = frozenset({"builtins", "itertools"})
@@ -99,8 +100,8 @@ class Checked:
     ) -> Sequence[Any]:
         """``args`` checked (the first ``skipped`` positions are a bound or checked
         receiver's); ``keywords`` checked in place."""
-        if all(map(_is_scalar, map(type, args))) and (
-            not keywords or all(map(_is_scalar, map(type, keywords.values())))
+        if all_scalar(map(type, args)) and (
+            not keywords or all_scalar(map(type, keywords.values()))
         ):
             return args  # numbers and text only: the common call, answered at C speed
         positions, name = self.by_position, self.name
@@ -135,7 +136,9 @@ def plain_arguments(
     checked = Checked.of(function, _roles(held, drained, passed))
 
     def call(*args: Any, **keywords: Any) -> Any:
-        return function(*checked.arguments(args, keywords), **keywords)
+        if keywords or not all_scalar(map(type, args)):
+            args = checked.arguments(args, keywords)  # type: ignore[assignment]
+        return function(*args, **keywords)
 
     call.__name__ = call.__qualname__ = checked.name
     call.__doc__ = getattr(function, "__doc__", None)
@@ -205,7 +208,9 @@ def checked_method(method: types.MethodType) -> Callable[..., Any] | None:
         checked = _METHOD_CHECKS[function] = Checked.of(function, _METHOD_ROLES.get(function, {}))
 
     def call(*args: Any, **keywords: Any) -> Any:
-        return method(*checked.arguments(args, keywords, skipped=1), **keywords)
+        if keywords or not all_scalar(map(type, args)):
+            args = checked.arguments(args, keywords, skipped=1)  # type: ignore[assignment]
+        return method(*args, **keywords)
 
     call.__name__ = call.__qualname__ = checked.name
     return call
@@ -259,7 +264,9 @@ def _checked(name: str, value: Any, role: str) -> Any:
     kind = type(value)
     if kind in SCALARS or role == PASSED:  # the common case, answered first
         return value
-    if role == DRAINED and kind not in CONTAINERS and kind not in SCALARS and _iterable(value):
+    if kind in CONTAINERS:  # an exact list, tuple, dict or set: its items, unless held
+        return value if role == HELD else _plain(name, value)
+    if role == DRAINED and _iterable(value):
         return _plain(name, list(value))  # the runtime drives the script's iteration
     value = exact_value(value)  # a subclass of str, int, float or bytes: its exact value
     if role == HELD:
@@ -292,7 +299,7 @@ def _plain(name: str, value: Any) -> Any:
                 pending += (key, entry)
         elif isinstance(item, _SEQUENCES):
             seen.add(id(item))
-            if not all(map(_is_scalar, map(type, item))):  # at C speed: numbers and text
+            if not all_scalar(map(type, item)):  # at C speed: numbers and text
                 pending.extend(item)
         elif isinstance(item, types.SimpleNamespace):
             seen.add(id(item))
