@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 import types
 import weakref
 from collections import ChainMap, deque
@@ -205,7 +206,7 @@ def checked_method(method: types.MethodType) -> Callable[..., Any] | None:
     if checked is None:
         if not is_host_python(function):
             return None
-        checked = _METHOD_CHECKS[function] = Checked.of(function, _METHOD_ROLES.get(function, {}))
+        checked = _check_of(function)
 
     def call(*args: Any, **keywords: Any) -> Any:
         if keywords or not all_scalar(map(type, args)):
@@ -222,8 +223,20 @@ def checked_bound(method: Any) -> Any:
     call = checked_method(method) if type(method) is types.MethodType else None
     if call is None:
         return method
-    WRAPPED[call] = dataclasses.replace(_METHOD_CHECKS[method.__func__], bound=True)
+    WRAPPED[call] = dataclasses.replace(_check_of(method.__func__), bound=True)
     return call
+
+
+@recursion_safe  # caches a check only once it is whole
+def _check_of(function: Callable[..., Any]) -> Checked:
+    """The check of a host function's arguments, kept for the functions of the standard
+    library's modules (a function made at run time, whose globals are no module's, is
+    checked anew: a process-wide table must not keep what one session made)."""
+    checked = Checked.of(function, _METHOD_ROLES.get(function, {}))
+    module = sys.modules.get(function.__module__)
+    if module is not None and vars(module) is getattr(function, "__globals__", None):
+        _METHOD_CHECKS[function] = checked
+    return checked
 
 
 def plain_values(name: str, *values: Any) -> tuple[Any, ...]:
@@ -239,9 +252,7 @@ def checked_unbound(function: Callable[..., Any], *, receiver: bool) -> Callable
     for a static method."""
     if not is_host_python(function):
         return function
-    checked = _METHOD_CHECKS.get(function)
-    if checked is None:
-        checked = _METHOD_CHECKS[function] = Checked.of(function, _METHOD_ROLES.get(function, {}))
+    checked = _METHOD_CHECKS.get(function) or _check_of(function)
     skipped = 1 if receiver else 0
 
     def call(*args: Any, **keywords: Any) -> Any:
