@@ -572,6 +572,30 @@ ATTACKS: list[tuple[str, str, str]] = [
         "h = logging.StreamHandler()\nh.formatter = F()",
         RUN,
     ),
+    # host Python code handed the script's object: its methods would run from host frames
+    (
+        "html-calls-script-replace",
+        "import html\nclass S:\n    def replace(self, a, b):\n        return a\nhtml.escape(S())",
+        RUN,
+    ),
+    (
+        "statistics-sums-script-numbers",
+        "import statistics\nclass N:\n    def __float__(self):\n        return 1.0\n"
+        "    def __radd__(self, other):\n        return other\nstatistics.fmean([N(), N()])",
+        RUN,
+    ),
+    (
+        "template-str-of-script-object",
+        "import string\nclass V:\n    def __str__(self):\n        return 'x'\n"
+        "string.Template('$a').substitute(a=V())",
+        RUN,
+    ),
+    (
+        "random-method-indexes-script-sequence",
+        "import random\nclass Seq:\n    def __len__(self):\n        return 1\n"
+        "    def __getitem__(self, i):\n        return i\nrandom.Random(1).choice(Seq())",
+        RUN,
+    ),
 ]
 
 
