@@ -117,7 +117,8 @@ def checked_class(
     """A stand-in for the host class ``real`` whose construction checks its arguments as
     ``plain_arguments`` does (its ``__init__`` is Python code that acts on them);
     ``isinstance`` and ``type()`` answer as for ``real``. ``made``: the runtime's own
-    subclass of ``real`` that calls make (its class methods are the stand-in's)."""
+    subclass of ``real`` that calling the stand-in makes (its class methods are the
+    stand-in's too)."""
     made = made or real
     construct = plain_arguments(made, held=held, drained=drained, passed=passed)
     class_methods = {
