@@ -25,7 +25,6 @@ The script's objects are refused with a TypeError that says what to pass instead
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import sys
 import types
@@ -68,7 +67,6 @@ class Checked:
     by_position: tuple[str, ...]
     beyond: str  # the role of arguments past the named positions (``*args``)
     other_keywords: str  # the role of keywords no parameter names (``**kwargs``)
-    bound: bool = False  # the first parameter is a bound receiver's (a method's self)
 
     @classmethod
     def of(cls, function: Callable[..., Any], roles: Mapping[str, str]) -> Checked:
@@ -130,10 +128,14 @@ def plain_arguments(
     held: Collection[str] = (),
     drained: Collection[str] = (),
     passed: Collection[str] = (),
+    listed: bool = True,
 ) -> Callable[..., Any]:
     """``function`` behind a check of its arguments (see the module's docstring).
 
-    ``held``, ``drained`` and ``passed`` name parameters of ``function``; the rest are data."""
+    ``held``, ``drained`` and ``passed`` name parameters of ``function``; the rest are data.
+    ``listed``: kept in ``WRAPPED`` for the tests (only wrappers that live as long as the
+    process: a weak table's callback when a short-lived one dies would run at whatever
+    depth a run's recursion has then reached)."""
     checked = Checked.of(function, _roles(held, drained, passed))
 
     def call(*args: Any, **keywords: Any) -> Any:
@@ -143,7 +145,8 @@ def plain_arguments(
 
     call.__name__ = call.__qualname__ = checked.name
     call.__doc__ = getattr(function, "__doc__", None)
-    WRAPPED[call] = checked
+    if listed:
+        WRAPPED[call] = checked
     return call
 
 
@@ -219,12 +222,11 @@ def checked_method(method: types.MethodType) -> Callable[..., Any] | None:
 
 def checked_bound(method: Any) -> Any:
     """``checked_method`` for a facade's member (``random.choice``, a method of the
-    session's own generator): listed for the tests; a method of the runtime's own as it is."""
+    session's own generator); a method of the runtime's own as it is. Not listed in
+    ``WRAPPED``: a session's wrappers die with it, and a weak table's callback run then,
+    at any depth of another run's recursion, would be an error nobody can raise."""
     call = checked_method(method) if type(method) is types.MethodType else None
-    if call is None:
-        return method
-    WRAPPED[call] = dataclasses.replace(_check_of(method.__func__), bound=True)
-    return call
+    return method if call is None else call
 
 
 @recursion_safe  # caches a check only once it is whole

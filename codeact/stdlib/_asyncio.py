@@ -255,6 +255,7 @@ class TaskGroup(asyncio.TaskGroup):
         return self
 
 
+SLEEP_AND_TIMEOUT = plain_functions(asyncio, "sleep timeout", passed=("result",))
 SEMAPHORE = checked_class(asyncio.Semaphore)
 BOUNDED_SEMAPHORE = checked_class(asyncio.BoundedSemaphore)
 
@@ -289,7 +290,7 @@ def asyncio_members(guards: Guards) -> dict[str, Any]:
         "QueueEmpty QueueFull TimeoutError CancelledError InvalidStateError FIRST_COMPLETED "
         "FIRST_EXCEPTION ALL_COMPLETED",
     )
-    members.update(plain_functions(asyncio, "sleep timeout", passed=("result",)))
+    members.update(SLEEP_AND_TIMEOUT)
     members.update(Semaphore=SEMAPHORE, BoundedSemaphore=BOUNDED_SEMAPHORE)  # compare their value
     members.update(iscoroutine=iscoroutine, iscoroutinefunction=iscoroutinefunction)
     members.update(

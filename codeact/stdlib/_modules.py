@@ -973,7 +973,7 @@ def _register_readable_types() -> None:
     recorded.register_clock_methods()
     # strptime caches each format it is given for the process
     register_host_method(
-        datetime.datetime, "strptime", lambda method, guards: plain_arguments(method)
+        datetime.datetime, "strptime", lambda method, guards: plain_arguments(method, listed=False)
     )
     # called from a script, a flag class keeps the value as a pseudo-member for good
     OPAQUE_CLASSES.add(regex.RegexFlag)
@@ -1050,7 +1050,9 @@ if frozenset(STATIC_FACADES) | SESSION_MODULES != DEFAULT_MODULES:  # the names 
     raise ImportError("_names.DEFAULT_MODULES and the facades disagree")
 
 
+# made once for the process (a session's facade holds them; the tests list them)
 TEMPLATE = checked_class(string.Template)
+CAPWORDS = plain_arguments(string.capwords)
 
 
 def session_facades(
@@ -1104,7 +1106,7 @@ def session_facades(
                 "punctuation printable whitespace",
             ),
             "Template": TEMPLATE,
-            "capwords": plain_arguments(string.capwords),
+            "capwords": CAPWORDS,
             "Formatter": _formatter_maker(guards),
         },
     )

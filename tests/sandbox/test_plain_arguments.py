@@ -145,7 +145,7 @@ def _checked_functions() -> list[tuple[str, str, str]]:
             continue
         alias = module.replace(".", "_")
         if isinstance(value, types.FunctionType) and value in WRAPPED:
-            calls += _calls(f"{alias}.{name}", WRAPPED[value], bound=WRAPPED[value].bound)
+            calls += _calls(f"{alias}.{name}", WRAPPED[value], bound=False)
         elif isinstance(value, type):
             for attribute, member in vars(value).items():
                 if (
