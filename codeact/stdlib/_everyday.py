@@ -7,8 +7,8 @@ the way in, and why:
   would allocate the gap in one C call); no ``getbuffer`` (a view of the buffer).
 - ``csv``: readers tick (a C loop over a long input can be interrupted); no
   ``register_dialect`` or ``field_size_limit`` (state every session shares).
-- ``zlib`` and ``gzip``: ``decompress`` stops at the run's sequence limit (a small bomb
-  would otherwise expand in one C call).
+- ``gzip``: ``decompress`` stops at the run's sequence limit (a small bomb would
+  otherwise expand in one C call); ``zlib`` likewise, its streaming objects too (``_zlib``).
 - ``struct``: a format is sized before anything is packed (``'999999999x'`` is one C
   allocation), and kept as an exact string (the module caches formats for the process);
   no ``pack_into`` (a write into a buffer).
@@ -85,6 +85,7 @@ from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import exact_index, forward_attributes, ticking
 from . import _recorded as recorded
 from ._facade import Facade, checked_class, pick, plain_functions
+from ._zlib import zlib_facade
 
 MAX_SEEK_GAP = 1_000_000
 MAX_SLEEP_SLICE = 0.01
@@ -170,22 +171,7 @@ def _literal_eval(guards: Guards) -> Callable[[Any], Any]:
     return literal_eval
 
 
-# zlib ----------------------------------------------------------------------------------
-
-
-def _zlib_decompress(guards: Guards) -> Callable[..., bytes]:
-    def decompress(data: Any, wbits: int = zlib.MAX_WBITS, bufsize: int = 16384) -> bytes:
-        limit = guards.limits.max_sequence_items
-        inflater = zlib.decompressobj(wbits)
-        out = inflater.decompress(data, limit + 1)
-        if len(out) > limit or inflater.unconsumed_tail:
-            raise LimitExceeded("sequence size", f"the data decompresses past {limit:,} bytes")
-        out += inflater.flush()
-        if not inflater.eof:
-            raise zlib.error("Error -5 while decompressing data: incomplete or truncated stream")
-        return out
-
-    return decompress
+# gzip ----------------------------------------------------------------------------------
 
 
 def _gzip_compress(data: Any, compresslevel: Any = 9, *, mtime: Any = None) -> bytes:
@@ -1229,13 +1215,7 @@ def session_everyday_facades(guards: Guards) -> dict[str, Facade]:
             },
         ),
         "operator": Facade("operator", _operator_members(guards)),
-        "zlib": Facade(
-            "zlib",
-            {
-                **pick(zlib, "compress crc32 adler32 error MAX_WBITS DEFLATED"),
-                "decompress": _zlib_decompress(guards),
-            },
-        ),
+        "zlib": zlib_facade(guards),
         "pprint": Facade("pprint", _pprint_members(guards)),
         "struct": Facade("struct", _struct_members(guards)),
         "types": Facade("types", _types_members(guards)),

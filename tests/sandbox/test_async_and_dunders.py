@@ -191,6 +191,28 @@ ATTACKS: list[tuple[str, str, str]] = [
         LIMIT,
     ),
     (
+        "zlib-stream-bomb",  # the streaming object's call is one C call too
+        "import zlib\nzlib.decompressobj().decompress(zlib.compress(b'\\0' * 2 * 10**7))",
+        LIMIT,
+    ),
+    (
+        "zlib-stream-bomb-asking-more",  # a max_length past the limit is the limit
+        "import zlib\nzlib.decompressobj().decompress(zlib.compress(b'\\0' * 2 * 10**7), 10**9)",
+        LIMIT,
+    ),
+    (
+        "zlib-flush-bomb",  # a byte read, then flush inflates the rest: bounded as well
+        "import zlib\nd = zlib.decompressobj()\nd.decompress(zlib.compress(b'\\0' * 2 * 10**7), 1)\n"
+        "d.flush()",
+        LIMIT,
+    ),
+    (
+        "zlib-stream-around-a-script-object",  # made only by compressobj: no wrapper of ours
+        "import zlib\nclass Fake:\n    def compress(self, data):\n        return data\n"
+        "type(zlib.compressobj())(Fake()).compress(b'x')",
+        RUN,
+    ),
+    (
         "gzip-bomb-in-members",  # each member under the limit, together past it
         "import gzip\nm = gzip.compress(b'\\0' * 10**7)\ngzip.decompress(m + m + m)",
         LIMIT,

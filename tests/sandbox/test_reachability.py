@@ -236,6 +236,7 @@ seeds += [
     operator.attrgetter('a'), operator.itemgetter(0), operator.methodcaller('a'),
     contextlib.ExitStack(), contextlib.suppress(ValueError), queue.Queue(),
     array.array('i', [1]), zlib.compress(b'a'), urllib.parse.urlparse('http://x'),
+    zlib.compressobj(), zlib.decompressobj(),
     decimal.Context(), decimal.localcontext(), Shape, Pair(1), Pair, agen(), pending_coroutine,
     calendar.month_name, numbers.Number, collections.abc.Mapping, Closer, type(Closer),
     isinstance(io.StringIO(), Closer), json.JSONEncoder(), json.JSONEncoder,
@@ -736,6 +737,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += ("statistics.mean", "random.choice", ".substitute", ".writerow", "uuid.UUID")
     newest += ("statistics.NormalDist", "enum.unique", "dataclasses.fields")
     newest += ("asyncio.iscoroutinefunction", "asyncio.iscoroutine", ".limit_denominator")
+    newest += ("zlib.compressobj", "zlib.decompressobj")  # zlib's streams, bounded
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name
     for kind in ("JSONDecoder", "TextWrapper"):  # the runtime's own classes, made by calls
