@@ -21,10 +21,10 @@ the way in, and why:
 - ``queue``: single-thread queues without locks; a ``get`` that would wait forever
   raises ``Empty`` instead of hanging the run in a lock no interrupt reaches.
 - ``pprint.pprint`` prints where the script's ``print`` prints.
-- ``calendar``: ``Calendar`` and ``TextCalendar`` of the runtime's own, whose arguments and
-  settings reach calendar's code as plain numbers and text and whose methods cannot be
-  replaced on an instance; widths bounded; ``pr*`` print where ``print`` prints; no
-  ``setfirstweekday`` (the module's one calendar is every session's).
+- ``calendar``: ``Calendar``, ``TextCalendar`` and ``HTMLCalendar`` of the runtime's own,
+  whose arguments and settings reach calendar's code as plain numbers and text and whose
+  methods cannot be replaced on an instance; widths bounded; ``pr*`` print where ``print``
+  prints; no ``setfirstweekday`` (the module's one calendar is every session's).
 - ``ast``: ``literal_eval`` alone, on text no longer than a script may be (its parse is one
   C call), parsed under the lock every parse takes; no trees (``parse``, the node classes).
 - ``cmath``: every function and constant (numbers in, numbers out).
@@ -983,8 +983,10 @@ class Calendar(calendar.Calendar):
     def __init__(self, firstweekday: int = 0) -> None:
         self.firstweekday = firstweekday
 
+    _settings: tuple[str, ...] = _CALENDAR_SETTINGS
+
     def __setattr__(self, name: str, value: Any) -> None:
-        if name not in _CALENDAR_SETTINGS:
+        if name not in self._settings:
             raise AttributeError(f"'{type(self).__name__}' object attribute {name!r} is read-only")
         object.__setattr__(self, name, _calendar_value(value))
 
@@ -992,6 +994,20 @@ class Calendar(calendar.Calendar):
 class TextCalendar(Calendar, calendar.TextCalendar):
     """``calendar.TextCalendar`` as scripts use it: as ``Calendar``, its widths bounded as
     the module's ``month`` bounds them, its ``pr`` methods printing where the script prints."""
+
+
+# HTMLCalendar's CSS class names: set on an instance as plain text (or a list of it)
+_HTML_SETTINGS = tuple(name for name in vars(calendar.HTMLCalendar) if name.startswith("cssclass"))
+
+
+class HTMLCalendar(Calendar, calendar.HTMLCalendar):
+    """``calendar.HTMLCalendar`` as scripts use it: as ``Calendar``; its CSS class names
+    may be set on an instance, and the class's own lists are tuples here (a list on the
+    class would be every session's to change)."""
+
+    _settings = (*_CALENDAR_SETTINGS, *_HTML_SETTINGS)
+    cssclasses = tuple(calendar.HTMLCalendar.cssclasses)
+    cssclasses_weekday_head = cssclasses
 
 
 def _public_methods(kind: type) -> list[str]:
@@ -1002,10 +1018,13 @@ def _public_methods(kind: type) -> list[str]:
 
 CALENDAR_METHODS = _public_methods(calendar.Calendar)
 TEXT_CALENDAR_METHODS = _public_methods(calendar.TextCalendar)
+HTML_CALENDAR_METHODS = _public_methods(calendar.HTMLCalendar)
 for _name in CALENDAR_METHODS:
     setattr(Calendar, _name, _plain_calendar_method(calendar.Calendar, _name))
 for _name in TEXT_CALENDAR_METHODS:
     setattr(TextCalendar, _name, _plain_calendar_method(calendar.TextCalendar, _name))
+for _name in HTML_CALENDAR_METHODS:
+    setattr(HTMLCalendar, _name, _plain_calendar_method(calendar.HTMLCalendar, _name))
 
 
 def _print_calendar_text(function: Callable[..., str]) -> Callable[..., None]:
@@ -1136,6 +1155,7 @@ def static_everyday_facades() -> dict[str, Facade]:
                 "prcal": _print_calendar_text(calendar.calendar),
                 "Calendar": Calendar,
                 "TextCalendar": TextCalendar,
+                "HTMLCalendar": HTMLCalendar,
             },
         ),
         "keyword": Facade(
@@ -1298,6 +1318,8 @@ def _register() -> None:
     register_readable(Calendar, writable=True, names=(*CALENDAR_METHODS, "firstweekday"))
     text_methods = (*CALENDAR_METHODS, *TEXT_CALENDAR_METHODS, "firstweekday")
     register_readable(TextCalendar, writable=True, names=text_methods)
+    html_names = (*CALENDAR_METHODS, *HTML_CALENDAR_METHODS, "firstweekday", *_HTML_SETTINGS)
+    register_readable(HTMLCalendar, writable=True, names=html_names)
     # the dialects' settings: plain strings, ints and bools, on the class and its instances
     dialect_settings = [name for name in vars(csv.Dialect) if not name.startswith("_")]
     register_readable(csv.excel, csv.excel_tab, csv.unix_dialect, names=dialect_settings)

@@ -498,6 +498,21 @@ ATTACKS: list[tuple[str, str, str]] = [
         RUN,
     ),
     ("calendar-private-setting", "import calendar\ncalendar.Calendar()._firstweekday = 3", SEC),
+    (
+        "html-calendar-class-list",  # the class's CSS names are every session's: a tuple here
+        "import calendar\ncalendar.HTMLCalendar.cssclasses.append('x')",
+        RUN,
+    ),
+    (
+        "html-calendar-class-write",
+        "import calendar\ncalendar.HTMLCalendar.cssclass_noday = 'x'",
+        SEC,
+    ),
+    (
+        "html-calendar-object-setting",  # a setting reaches calendar's code as plain text
+        "import calendar\nh = calendar.HTMLCalendar()\nh.cssclass_noday = [object()]",
+        RUN,
+    ),
     ("tool-construct", "type(add)('x', (), print)('leak')", SEC),
     ("tool-format", "'{0._dispatch}'.format(add)", SEC),
     ("tool-deepcopy", "import copy\ncopy.deepcopy(add)._dispatch", SEC),
