@@ -1006,8 +1006,9 @@ class HTMLCalendar(Calendar, calendar.HTMLCalendar):
     class would be every session's to change)."""
 
     _settings = (*_CALENDAR_SETTINGS, *_HTML_SETTINGS)
-    cssclasses = tuple(calendar.HTMLCalendar.cssclasses)
-    cssclasses_weekday_head = cssclasses
+    # tuples where typeshed names lists: calendar's code only indexes them
+    cssclasses = tuple(calendar.HTMLCalendar.cssclasses)  # type: ignore[assignment]
+    cssclasses_weekday_head = cssclasses  # type: ignore[assignment]
 
 
 def _public_methods(kind: type) -> list[str]:
