@@ -56,7 +56,6 @@ import os
 import pprint
 import re
 import secrets
-import shlex
 import struct
 import sys
 import time
@@ -85,6 +84,7 @@ from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import exact_index, forward_attributes, ticking
 from . import _recorded as recorded
 from ._facade import Facade, checked_class, pick, plain_functions
+from ._shlex import SHLEX
 from ._zlib import zlib_facade
 
 MAX_SEEK_GAP = 1_000_000
@@ -313,23 +313,6 @@ def _sleep(seconds: float) -> None:
         if left <= 0:
             return
         time.sleep(min(left, MAX_SLEEP_SLICE))
-
-
-def _shlex_split(s: Any, comments: bool = False, posix: bool = True) -> list[str]:
-    """``shlex.split`` of a string only: given None, CPython's reads standard input."""
-    if type(s) is not str:
-        raise TypeError(f"shlex.split takes a string in scripts, not {type(s).__name__}")
-    return shlex.split(s, comments=bool(comments), posix=bool(posix))
-
-
-def _shlex_quote(s: Any) -> str:
-    if type(s) is not str:
-        raise TypeError(f"expected string or bytes-like object, got {type(s).__name__!r}")
-    return shlex.quote(s)
-
-
-def _shlex_join(split_command: Any) -> str:
-    return " ".join(_shlex_quote(arg) for arg in split_command)
 
 
 def _strftime(template: str, *when: Any) -> str:
@@ -1134,9 +1117,7 @@ def static_everyday_facades() -> dict[str, Facade]:
             },
         ),
         "html": Facade("html", plain_functions(html, "escape unescape")),
-        "shlex": Facade(
-            "shlex", {"split": _shlex_split, "quote": _shlex_quote, "join": _shlex_join}
-        ),
+        "shlex": SHLEX,
         "calendar": Facade(
             "calendar",
             {

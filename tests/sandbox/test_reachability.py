@@ -202,7 +202,7 @@ seeds = [
 ]
 import asyncio, io, csv, time, types, operator, contextlib, queue, array, zlib, abc, pprint
 import urllib.parse, calendar, binascii, tomllib, html, secrets, keyword, numbers, struct
-import graphlib
+import graphlib, shlex
 import collections.abc
 class Shape(abc.ABC):
     @abc.abstractmethod
@@ -263,7 +263,7 @@ class Dispatching:
         return x + 1
 seeds += [Dispatching.__dict__['on'], Dispatching().on, Dispatching.on]
 seeds += [calendar.TextCalendar(6), calendar.Calendar(), calendar.Calendar(1).itermonthdates(2024, 2)]
-seeds += [calendar.HTMLCalendar(6)]
+seeds += [calendar.HTMLCalendar(6), shlex.shlex('a b', posix=True)]
 @functools.singledispatch
 def shown(x):
     return 'x'
@@ -738,7 +738,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += ("statistics.mean", "random.choice", ".substitute", ".writerow", "uuid.UUID")
     newest += ("statistics.NormalDist", "enum.unique", "dataclasses.fields")
     newest += ("asyncio.iscoroutinefunction", "asyncio.iscoroutine", ".limit_denominator")
-    newest += (".formatyearpage",)  # HTMLCalendar's
+    newest += (".formatyearpage", ".push_source", ".error_leader")  # HTMLCalendar's, shlex's
     newest += ("zlib.compressobj", "zlib.decompressobj")  # zlib's streams, bounded
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name

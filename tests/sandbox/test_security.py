@@ -503,6 +503,22 @@ ATTACKS: list[tuple[str, str, str]] = [
         "import calendar\ncalendar.HTMLCalendar.cssclasses.append('x')",
         RUN,
     ),
+    ("shlex-standard-input", "import shlex\nshlex.shlex().get_token()", RUN),  # CPython's reads it
+    ("shlex-source-file", "import shlex\nlex = shlex.shlex('x')\nlex.source = 'source'", RUN),
+    ("shlex-debug-print", "import shlex\nlex = shlex.shlex('x')\nlex.debug = 3", RUN),
+    ("shlex-real-lexer", "import shlex\nshlex.shlex('x')._real", SEC),
+    (
+        "shlex-script-stream",  # CPython's would call its readline from the lexer's code
+        "import shlex\nclass Stream:\n    def readline(self):\n        return 'a b'\n"
+        "    def read(self, n):\n        return 'a'\nshlex.shlex(Stream()).get_token()",
+        RUN,
+    ),
+    (
+        "shlex-script-setting",  # the lexer's code would test `c in wordchars` with it
+        "import shlex\nclass Chars:\n    def __contains__(self, c):\n        return True\n"
+        "lex = shlex.shlex('a b')\nlex.wordchars = Chars()",
+        RUN,
+    ),
     (
         "html-calendar-class-write",
         "import calendar\ncalendar.HTMLCalendar.cssclass_noday = 'x'",
