@@ -232,6 +232,8 @@ class Guards:
             # Counter.copy read from the class: host code that would run on any receiver
             # (a script's class, whose __class__ is the real type) unless it is one of its own
             value = _unbound_method(obj, name, value)
+        elif isinstance(obj, type) and isinstance(value, property | functools.cached_property):
+            value = _class_property(obj, name, value)
         if is_shared_container(obj, name, value):  # a host class's container is every session's
             raise SecurityViolation(f"the attribute {name!r} is shared with the host")
         if name in HOST_METHOD_NAMES:  # a method that caches its arguments process-wide
@@ -1491,6 +1493,30 @@ def _unbound_method(owner: type, name: str, value: Any) -> Any:
                 return checked_unbound(value, receiver=False)  # no receiver, arguments checked
             break
     return _on_own_instances(checked_unbound(value, receiver=True), owner, name)
+
+
+@recursion_safe  # reads, and builds a property of its own
+def _class_property(owner: type, name: str, value: Any) -> Any:
+    """A property read from a class (``Fraction.numerator``): its getter and setter, where
+    host code, act on the class's own instances only (``.fget(x)`` would run fractions'
+    code on any object). A host class's ``cached_property`` is refused: it holds a lock
+    every instance takes."""
+    if isinstance(value, functools.cached_property):
+        if is_script_function(value.func):
+            return value
+        raise SecurityViolation(f"the attribute {name!r} of {owner.__name__} is not accessible")
+    parts = (value.fget, value.fset, value.fdel)
+    if all(part is None or is_script_function(part) for part in parts):
+        return value  # the script's own property, as it made it
+
+    def own(function: Any) -> Any:
+        if function is None or is_script_function(function):
+            return function
+        return _on_own_instances(checked_unbound(function, receiver=True), owner, name)
+
+    checked = property(own(value.fget), own(value.fset), own(value.fdel))
+    checked.__doc__ = value.__doc__  # its own, not the wrapper's (None stays None)
+    return checked
 
 
 @recursion_safe  # builds its own wrapper only

@@ -11,11 +11,13 @@ frame, a code object or a traceback.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ..sandbox._compiler import SCRIPT_FILENAME, STRING_FILENAME, STRING_SHOWN_AS
 from ..sandbox._errors import SandboxStop
 from ..sandbox._guards import Guards
+from ..sandbox._ownership import exact_value, register_readable
 from ._facade import Facade
 
 # Modules whose errors CPython names without their module, and the runtime's own (whose
@@ -75,8 +77,60 @@ def traceback_facade(guards: Guards, stream: Any) -> Facade:
             "format_exception": format_exception,
             "print_exception": print_exception,
             "format_exception_only": format_exception_only,
+            "TracebackException": TracebackException,
         },
     )
+
+
+class TracebackException:
+    """``traceback.TracebackException`` as scripts use it: the error's story, told as
+    ``format_exception`` tells it, captured when this is made (as CPython captures it).
+    It holds text and the error's class only; no ``print`` (the session's stream is its
+    module's) and no frame summaries (``stack``)."""
+
+    __slots__ = ("_alone", "_chained", "_only", "_text", "exc_type")
+
+    def __init__(
+        self,
+        exc_type: Any,
+        exc_value: Any,
+        exc_traceback: Any,
+        *,
+        limit: Any = None,
+        **options: Any,  # lookup_lines, capture_locals and the rest: nothing here to change
+    ) -> None:
+        self._capture(_error_of(exc_type, exc_value), limit, own_frames=exc_traceback is not None)
+
+    @classmethod
+    def from_exception(cls, exc: Any, *, limit: Any = None, **options: Any) -> TracebackException:
+        made = object.__new__(cls)
+        made._capture(_error_of(exc, _NO_VALUE), limit, own_frames=True)
+        return made
+
+    def _capture(self, error: BaseException | None, limit: Any, *, own_frames: bool) -> None:
+        limit = exact_value(limit)
+        if limit is not None and type(limit) is not int:
+            raise TypeError(f"limit takes an integer or None, not {type(limit).__name__}")
+        self.exc_type = None if error is None else type(error)
+        self._chained = tuple(_format(error, limit, True, own_frames=own_frames))
+        self._alone = tuple(_format(error, limit, False, own_frames=own_frames))
+        self._only = tuple(_only(error))
+        self._text = "None" if error is None else _text_of(error)
+
+    def format(self, *, chain: Any = True) -> Iterator[str]:
+        yield from self._chained if chain else self._alone
+
+    def format_exception_only(self) -> Iterator[str]:
+        yield from self._only
+
+    def __str__(self) -> str:
+        return self._text
+
+
+TracebackException.__module__ = "traceback"  # type() shows it as CPython's
+register_readable(
+    TracebackException, names=("format", "format_exception_only", "from_exception", "exc_type")
+)
 
 
 def _handled() -> BaseException | None:
@@ -156,10 +210,7 @@ def _only(error: BaseException | None) -> list[str]:
         name = kind.__name__
     elif module not in _BARE_MODULES:
         name = f"{module}.{name}"
-    try:
-        text = str(error)
-    except Exception:  # the script's __str__ failed: CPython says so, and goes on
-        text = "<exception str() failed>"
+    text = _text_of(error)
     lines = [f"{name}: {text}\n" if text else f"{name}\n"]
     notes = getattr(error, "__notes__", None)
     if isinstance(notes, list):
@@ -167,4 +218,11 @@ def _only(error: BaseException | None) -> list[str]:
     return lines
 
 
-__all__ = ["traceback_facade"]
+def _text_of(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # the script's __str__ failed: CPython says so, and goes on
+        return "<exception str() failed>"
+
+
+__all__ = ["TracebackException", "traceback_facade"]

@@ -16,8 +16,10 @@ import types
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import codeact
-from codeact.sandbox import ScriptOutcome
+from codeact.sandbox import ScriptOutcome, SecurityViolation
 from codeact.sandbox._builtins import stand_in_constructor
 from codeact.sandbox._compiler import SCRIPT_FILES
 from codeact.sandbox._ownership import READABLE
@@ -378,3 +380,35 @@ def test_operators_of_host_classes_never_run_the_scripts_code() -> None:
     assert outcome.ok, outcome.error
     assert [t for t in outcome.value if t[3] == "NameError"] == []  # type: ignore[union-attr]
     assert found == [], f"host code ran the script's methods: {found}"
+
+
+def test_a_property_read_from_a_host_class_acts_only_on_the_class_s_objects() -> None:
+    """``type(f).numerator.fget(x)`` would run fractions' code on any object a script
+    gives it: every host property a script reads from its class (and the runtime's own)
+    checks the receiver of its getter, setter and deleter first."""
+    sandbox = standard_sandbox()
+    assert sandbox.run(SPY).error is None
+    spy, hits = sandbox.globals["Spy"](), sandbox.globals["hits"]
+    refused = []
+    for kind in list(READABLE):
+        if not isinstance(kind, type):
+            continue
+        names = {
+            name
+            for klass in kind.__mro__
+            for name, value in vars(klass).items()
+            if isinstance(value, property) and not name.startswith("_")
+        }
+        for name in sorted(names):
+            try:
+                read = sandbox.guards.getattr(kind, name)
+            except (SecurityViolation, AttributeError):  # not readable, or not on the class
+                continue
+            for part, arguments in ((read.fget, ()), (read.fset, (1,)), (read.fdel, ())):
+                if part is None:
+                    continue
+                with pytest.raises(SecurityViolation, match="acts only on"):
+                    part(spy, *arguments)
+                refused.append(f"{kind.__qualname__}.{name}")
+    assert hits == [], "a host property ran the script's code"
+    assert len(refused) > 100, "too few host properties were read"

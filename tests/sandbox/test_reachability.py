@@ -278,6 +278,7 @@ try:
     json.loads('{')
 except ValueError as failure:
     seeds += [traceback, traceback.format_exc(), traceback.format_exception(failure)]
+    seeds += [traceback.TracebackException.from_exception(failure)]
 pending_coroutine.close()
 left = agen()
 import sys, os, os.path, pathlib, gc
@@ -739,6 +740,7 @@ def test_host_callables_called_with_script_made_objects_hand_out_nothing(
     newest += ("statistics.NormalDist", "enum.unique", "dataclasses.fields")
     newest += ("asyncio.iscoroutinefunction", "asyncio.iscoroutine", ".limit_denominator")
     newest += (".formatyearpage", ".push_source", ".error_leader")  # HTMLCalendar's, shlex's
+    newest += (".from_exception", ".format_exception_only")  # TracebackException's
     newest += ("zlib.compressobj", "zlib.decompressobj")  # zlib's streams, bounded
     for name in (*newest, "itertools.chain.from_iterable"):  # the newest reads, called too
         assert any(path.endswith(name) for path, _ in targets), name

@@ -503,6 +503,23 @@ ATTACKS: list[tuple[str, str, str]] = [
         "import calendar\ncalendar.HTMLCalendar.cssclasses.append('x')",
         RUN,
     ),
+    (
+        "host-property-getter-on-a-script-object",  # fractions' getter would read its _numerator
+        "import fractions\nclass S:\n    def __getattr__(self, name):\n        return 1\n"
+        "type(fractions.Fraction(1)).numerator.fget(S())",
+        SEC,
+    ),
+    (
+        "host-property-setter-on-a-script-object",  # the lexer's setter would write its _real
+        "import shlex\nclass S:\n    pass\ntype(shlex.shlex('a')).wordchars.fset(S(), 'ab')",
+        SEC,
+    ),
+    (
+        "host-property-getter-of-pathlib",  # its code would index the receiver's parts
+        "import pathlib\nclass S:\n    def __getattr__(self, name):\n        return ('a',)\n"
+        "type(pathlib.PurePosixPath('a')).name.fget(S())",
+        SEC,
+    ),
     ("shlex-standard-input", "import shlex\nshlex.shlex().get_token()", RUN),  # CPython's reads it
     ("shlex-source-file", "import shlex\nlex = shlex.shlex('x')\nlex.source = 'source'", RUN),
     ("shlex-debug-print", "import shlex\nlex = shlex.shlex('x')\nlex.debug = 3", RUN),
