@@ -308,6 +308,9 @@ def main() -> None:
     _die_with_host()
     import importlib
 
+    # no collection while the template imports: what it loads lives as long as it does,
+    # and each collection its allocations trigger scans the growing heap again
+    gc.disable()
     load_seccomp()  # imported once for every worker (its error is reported by confinement)
     # asyncio's TLS layer: a worker opens no connection (seccomp refuses sockets), and
     # loading OpenSSL's bindings was a twentieth of the template's start
@@ -333,6 +336,7 @@ def main() -> None:
     # without a collection first: the little garbage the imports left costs less memory
     # than a full pass costs time on the path of a host's first script.
     gc.freeze()
+    gc.enable()  # a worker collects its scripts' garbage
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)

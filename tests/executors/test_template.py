@@ -42,6 +42,21 @@ def _zombie(pid: int) -> bool:
         return False
 
 
+async def test_a_forked_worker_collects_the_cycles_its_scripts_drop() -> None:
+    """The template imports with the collector paused, and its workers collect again: 400
+    MB of dropped cycles fit in a 128 MB limit (uncollected, the run would stop at it)."""
+    limits = replace(LIMITS, memory_bytes=128 * 1024 * 1024, wall_seconds=60, cpu_seconds=60)
+    executor = ProcessExecutor(limits=limits, warm=0)
+    script = "for i in range(4000):\n    a = [bytearray(100_000)]\n    a.append(a)\n'dropped'"
+    try:
+        outcome = await run(executor, script, session="cycles")
+        assert outcome.error is None, outcome.error
+        assert outcome.value == "dropped"
+        assert parent_of(executor._sessions["cycles"].pid) == executor.template_pid
+    finally:
+        await executor.aclose()
+
+
 async def test_even_the_first_session_runs_in_a_worker_forked_from_the_template() -> None:
     os.environ["CODEACT_HOST_SECRET"] = "do-not-leak"
     executor = ProcessExecutor(limits=LIMITS, warm=0)
