@@ -16,6 +16,7 @@ import collections
 import enum
 import functools
 import types
+from collections.abc import Callable
 from typing import Any
 
 from ..sandbox._errors import recursion_safe
@@ -28,6 +29,18 @@ from ..sandbox._ownership import (
 from ._facade import Facade
 
 _MISSING = object()
+# The runtime's own mutable facade objects (a zlib stream, a lexer), by how each copies
+# itself, shallow and deep: its state is the host's own objects, never a script's.
+OWN_COPIES: dict[type, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
+
+
+def register_copies(
+    kind: type, shallow: Callable[[Any], Any], deep: Callable[[Any], Any] | None = None
+) -> None:
+    """How ``copy.copy`` and ``copy.deepcopy`` copy ``kind``'s objects in scripts."""
+    OWN_COPIES[kind] = (shallow, deep or shallow)
+
+
 # Values that are their own copies: immutable, or opaque stand-ins.
 _ATOMIC = frozenset(PLAIN_TYPES - {list, dict, set, bytearray})
 _CONTAINERS = (collections.deque, collections.OrderedDict, collections.defaultdict)
@@ -50,6 +63,8 @@ def copy(x: Any) -> Any:
         return _partial(x, lambda item: item)
     if kind is types.MethodType and is_script_function(x.__func__):
         return types.MethodType(x.__func__, x.__self__)  # bound to the same receiver
+    if kind in OWN_COPIES:
+        return OWN_COPIES[kind][0](x)
     return _opaque(x)
 
 
@@ -111,6 +126,8 @@ def _deep(value: Any, memo: dict[int, Any]) -> Any:
             result = own(value, memo)
         else:
             result = _copy_object(value, lambda item: _deep(item, memo), memo, key)
+    elif kind in OWN_COPIES:
+        result = OWN_COPIES[kind][1](value)
     else:
         return _opaque(value)
     memo[key] = result

@@ -10,11 +10,13 @@ three are refused.
 
 from __future__ import annotations
 
+import copy
 import shlex as real_shlex
 from collections.abc import Callable
 from typing import Any
 
 from ..sandbox._ownership import exact_value, register_readable
+from ._copy import register_copies
 from ._facade import Facade
 
 _TEXT_SETTINGS = ("commenters", "wordchars", "whitespace", "quotes", "escape", "escapedquotes")
@@ -146,6 +148,20 @@ _READABLE = (
     *("push_token", "push_source", "pop_source", "error_leader"),
 )
 register_readable(Lexer, writable=True, names=_READABLE)
+
+
+def _copied(lexer: Lexer, copy_real: Callable[[Any], Any]) -> Lexer:
+    made = object.__new__(Lexer)
+    made._real = copy_real(lexer._real)  # a lexer of the host's own parts: text, a deque
+    return made
+
+
+# as CPython copies one: shallow, the copy reads the same stream; deep, a stream of its own
+register_copies(
+    Lexer,
+    lambda lexer: _copied(lexer, copy.copy),
+    lambda lexer: _copied(lexer, copy.deepcopy),
+)
 
 
 def split(s: Any, comments: bool = False, posix: bool = True) -> list[str]:

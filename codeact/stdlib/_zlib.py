@@ -22,6 +22,7 @@ from ..sandbox._errors import LimitExceeded
 from ..sandbox._guards import Guards
 from ..sandbox._ownership import exact_value, register_readable
 from ..sandbox._work_bounds import exact_index
+from ._copy import register_copies
 from ._facade import Facade, pick
 
 # What zlib's C code reads as bytes: a script's bytes subclass is taken as its bytes.
@@ -148,6 +149,7 @@ class Decompress:
 
 for _kind in (Compress, Decompress):
     _kind.__module__ = "zlib"  # type() shows them as CPython's: zlib.Compress
+    register_copies(_kind, _kind.copy)  # copy.copy(c) is c.copy(), as in CPython
 register_readable(Compress, names=("compress", "flush", "copy"))
 register_readable(
     Decompress, names=("decompress", "flush", "copy", "unused_data", "unconsumed_tail", "eof")
