@@ -12,6 +12,7 @@ the error, so the script may catch it as CPython lets it (``recursion_safe``).
 
 from __future__ import annotations
 
+import array
 import collections
 import enum
 import functools
@@ -54,6 +55,10 @@ def copy(x: Any) -> Any:
         return x
     if kind in (list, dict, set, bytearray):
         return kind(x)
+    if kind is array.array:
+        return array.array(x.typecode, x)
+    if kind is types.SimpleNamespace:  # a new namespace of the same values
+        return types.SimpleNamespace(**vars(x))
     if kind in _CONTAINERS or isinstance(x, collections.Counter):
         return _rebuild(x, list(x) if kind is collections.deque else list(_pairs(x)))
     if is_script_class(kind):
@@ -105,6 +110,12 @@ def _deep(value: Any, memo: dict[int, Any]) -> Any:
         result = kind(_deep(item, memo) for item in value)
     elif kind is bytearray:
         result = bytearray(value)
+    elif kind is array.array:  # numbers only: its own copy is deep
+        result = array.array(value.typecode, value)
+    elif kind is types.SimpleNamespace:
+        result = memo[key] = types.SimpleNamespace()
+        for name, item in vars(value).items():
+            setattr(result, name, _deep(item, memo))
     elif kind in _CONTAINERS or isinstance(value, collections.Counter):
         # a defaultdict's factory is copied too (its reduce hands it over as an argument)
         factory = (

@@ -83,6 +83,7 @@ from ..sandbox._plain_arguments import plain_arguments
 from ..sandbox._sealed import seal
 from ..sandbox._work_bounds import exact_index, forward_attributes, ticking
 from . import _recorded as recorded
+from ._copy import register_copies
 from ._facade import Facade, checked_class, pick, plain_functions
 from ._shlex import SHLEX
 from ._zlib import zlib_facade
@@ -1271,7 +1272,29 @@ def _samples() -> dict[str, Any]:
 _SAMPLES = _samples()
 
 
+def _copied_buffer(buffer: Any) -> Any:
+    """A buffer of the same contents and position, as CPython's copy makes one."""
+    made = type(buffer)(buffer.getvalue())
+    made.seek(buffer.tell())
+    return made
+
+
+def _copied_calendar(calendar_: Calendar) -> Calendar:
+    made = type(calendar_)(calendar_.firstweekday)
+    for name in calendar_._settings:  # the CSS names an HTMLCalendar was given
+        if name in vars(calendar_):
+            object.__setattr__(made, name, vars(calendar_)[name])
+    return made
+
+
 def _register() -> None:
+    # each copies itself as CPython copies it: never the same object (a copy written to
+    # would change the original); what they hold is plain text and numbers, the host's
+    for buffer in (StringIO, BytesIO):
+        register_copies(buffer, _copied_buffer)
+    for calendar_kind in (Calendar, TextCalendar, HTMLCalendar):
+        register_copies(calendar_kind, _copied_calendar)
+    register_copies(Context, lambda context: context.copy())
     register_readable(StringIO, BytesIO, writable=False)
     register_readable(zoneinfo.ZoneInfo, names=("key", "utcoffset", "tzname", "dst", "fromutc"))
     # a packed format: never pack_into (a write into a buffer)

@@ -186,6 +186,17 @@ class ScriptRandom(random.Random):
 C_INT_MAX = 2**31 - 1
 
 
+def _copied_random(generator: ScriptRandom) -> ScriptRandom:
+    """A generator in the same state, as CPython's copy makes one (drawing from the copy
+    leaves the original where it was)."""
+    made = ScriptRandom(0)
+    made.setstate(generator.getstate())
+    return made
+
+
+script_copy.register_copies(ScriptRandom, _copied_random)
+
+
 class NormalDist(statistics.NormalDist):
     """``statistics.NormalDist`` whose arithmetic never sums the script's objects in host
     code: an operand of the script's answers NotImplemented (Python then asks the operand
