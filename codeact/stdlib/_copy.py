@@ -30,8 +30,8 @@ from ..sandbox._ownership import (
 from ._facade import Facade
 
 _MISSING = object()
-# The runtime's own mutable facade objects (a zlib stream, a lexer), by how each copies
-# itself, shallow and deep: its state is the host's own objects, never a script's.
+# Mutable facade objects (a buffer, a generator, a calendar, a zlib stream, a lexer), by how
+# each copies itself, shallow and deep: from plain state of the host's, never a script's.
 OWN_COPIES: dict[type, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
 
 
