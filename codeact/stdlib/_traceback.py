@@ -18,6 +18,7 @@ from ..sandbox._compiler import SCRIPT_FILENAME, STRING_FILENAME, STRING_SHOWN_A
 from ..sandbox._errors import SandboxStop
 from ..sandbox._guards import Guards
 from ..sandbox._ownership import exact_value, register_readable
+from ..sandbox._plain_arguments import plain_values
 from ._facade import Facade
 
 # Modules whose errors CPython names without their module, and the runtime's own (whose
@@ -118,6 +119,7 @@ class TracebackException:
         self._text = "None" if error is None else _text_of(error)
 
     def format(self, *, chain: Any = True) -> Iterator[str]:
+        (chain,) = plain_values("format", chain)  # its truth is C's to find, not a script's
         yield from self._chained if chain else self._alone
 
     def format_exception_only(self) -> Iterator[str]:

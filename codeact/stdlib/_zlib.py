@@ -13,20 +13,18 @@ too (the real one inflates all of ``unconsumed_tail`` at once).
 
 from __future__ import annotations
 
-import array
 import zlib
 from collections.abc import Callable
 from typing import Any
 
 from ..sandbox._errors import LimitExceeded
 from ..sandbox._guards import Guards
-from ..sandbox._ownership import exact_value, register_readable
+from ..sandbox._ownership import register_readable
+from ..sandbox._plain_arguments import plain_values
 from ..sandbox._work_bounds import exact_index
 from ._copy import register_copies
 from ._facade import Facade, pick
 
-# What zlib's C code reads as bytes: a script's bytes subclass is taken as its bytes.
-_BYTES_LIKE = (bytes, bytearray, array.array)
 CONSTANTS = (
     "MAX_WBITS DEFLATED DEF_MEM_LEVEL DEF_BUF_SIZE ZLIB_VERSION ZLIB_RUNTIME_VERSION "
     "Z_NO_COMPRESSION Z_BEST_SPEED Z_BEST_COMPRESSION Z_DEFAULT_COMPRESSION "
@@ -35,10 +33,10 @@ CONSTANTS = (
 )
 
 
-def _data(value: Any) -> bytes | bytearray | array.array[Any]:
-    value = exact_value(value)
-    if not isinstance(value, _BYTES_LIKE) or type(value) not in _BYTES_LIKE:
-        raise TypeError(f"a bytes-like object is required, not '{type(value).__name__}'")
+def _data(value: Any) -> Any:
+    """What zlib's C code is handed to read as bytes: a plain value (a bytes subclass as its
+    bytes); its own TypeError names anything else, as CPython's does."""
+    (value,) = plain_values("zlib", value)
     return value
 
 
